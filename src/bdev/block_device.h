@@ -1,0 +1,138 @@
+// BlockDevice: the one contract every volstack layer implements and consumes.
+//
+// Theory. A block device is an array of `size` bytes addressed in units of its logical block
+// size. Layers stack by ownership: a pool volume, an LV, a slice or an export each hold a
+// shared_ptr to the device(s) below and add only their own mapping; nothing knows what sits
+// above it. Data moves by plain calls on the device below, never through a copy a layer
+// does not need.
+//
+// Checking happens once, at the boundary: the public methods are non-virtual; they check
+// range, alignment, read-only and capability, then call the protected Do* hooks. So a Do*
+// implementation may assume: offset and length are multiples of the logical block size,
+// offset + length <= size, length > 0 (a zero-length request succeeds without reaching it),
+// and the device is writable for mutating calls.
+//
+// Errors: misaligned -> EINVAL; beyond the end -> ENOSPC (as a kernel block device answers a
+// write past its end) ; a mutation on a read-only device -> EROFS; an operation the device
+// does not support -> EOPNOTSUPP. A device that cannot prove data correct returns EIO, never
+// wrong bytes.
+//
+// Durability: when Flush() returns OK, every write that completed before Flush() was called
+// survives a crash. A write with `fua` is durable when it returns. Nothing else is promised.
+// Devices without native FUA get it emulated here as write + flush.
+//
+// Threads: every method may be called from many threads at once. Writes to overlapping
+// ranges that run concurrently land in an unspecified order, as on real hardware.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+#include "util/status.h"
+
+namespace volstack::bdev {
+
+// What a device can do natively. Write-zeroes is always available (emulated by writing
+// zeroes when not native); flush is always callable (a no-op where nothing is volatile).
+struct Capabilities {
+  bool fua = false;               // native force-unit-access writes
+  bool discard = false;           // Discard() frees space / unmaps
+  bool write_zeroes = false;      // native zeroing without data transfer
+  bool allocation_query = false;  // QueryAllocation() can report holes
+};
+
+// Fixed at open except `size_bytes`, which a resize may grow (see BlockDevice::size()).
+struct Geometry {
+  uint64_t size_bytes = 0;
+  uint32_t logical_block_size = 512;    // smallest addressable unit: 512 or 4096
+  uint32_t physical_block_size = 4096;  // below this, writes are read-modify-write
+  uint32_t optimal_io_size = 0;         // 0 = no preference
+  bool read_only = false;
+  Capabilities caps;
+};
+
+struct WriteOptions {
+  bool fua = false;
+};
+
+struct ZeroOptions {
+  bool may_unmap = true;  // the range may become a hole (NBD's !NO_HOLE)
+  bool fua = false;
+};
+
+// One run of an allocation map: [offset, offset + length) is data or a hole. Holes read as
+// zeroes. A device that cannot tell reports everything as data.
+struct AllocationExtent {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  bool allocated = true;
+
+  bool operator==(const AllocationExtent&) const = default;
+};
+
+class BlockDevice {
+ public:
+  virtual ~BlockDevice() = default;
+  BlockDevice(const BlockDevice&) = delete;
+  BlockDevice& operator=(const BlockDevice&) = delete;
+
+  // A short human name for messages ("file:/tmp/a", "trunk/funk").
+  const std::string& name() const { return name_; }
+  // Geometry with the current size.
+  Geometry geometry() const;
+  uint64_t size() const { return size_.load(std::memory_order_acquire); }
+  uint32_t logical_block_size() const { return geometry_.logical_block_size; }
+  bool read_only() const { return geometry_.read_only; }
+
+  // Reads buf.size() bytes at `offset`. On failure buf's contents are unspecified.
+  Status Read(uint64_t offset, std::span<uint8_t> buf);
+  // Writes buf at `offset`. On failure the range holds old data, new data or a mix.
+  Status Write(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts = {});
+  // Makes every previously completed write durable.
+  Status Flush();
+  // Tells the device the range's contents are no longer needed; afterwards the range reads
+  // as zeroes or as the old data (as with TRIM; callers needing zeroes use WriteZeroes).
+  Status Discard(uint64_t offset, uint64_t length);
+  // After success the range reads as zeroes.
+  Status WriteZeroes(uint64_t offset, uint64_t length, ZeroOptions opts = {});
+  // Returns runs covering exactly [offset, offset + length), in order, adjacent runs of the
+  // same kind merged.
+  Result<std::vector<AllocationExtent>> QueryAllocation(uint64_t offset, uint64_t length);
+
+  // Checks a request against the geometry: the error Read/Write would return, or OK.
+  Status CheckRange(const char* op, uint64_t offset, uint64_t length) const;
+
+ protected:
+  BlockDevice(std::string name, const Geometry& geometry);
+
+  // For devices that can grow or shrink (a volume's volsize, an extended LV).
+  void SetSize(uint64_t size_bytes) { size_.store(size_bytes, std::memory_order_release); }
+
+  virtual Status DoRead(uint64_t offset, std::span<uint8_t> buf) = 0;
+  virtual Status DoWrite(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) = 0;
+  virtual Status DoFlush() = 0;
+  // Called only when caps.discard.
+  virtual Status DoDiscard(uint64_t offset, uint64_t length);
+  // Called only when caps.write_zeroes; otherwise the base writes zero buffers.
+  virtual Status DoWriteZeroes(uint64_t offset, uint64_t length, ZeroOptions opts);
+  // Called only when caps.allocation_query; otherwise everything is data. May return runs
+  // unmerged; the base merges and clips them.
+  virtual Result<std::vector<AllocationExtent>> DoQueryAllocation(uint64_t offset,
+                                                                  uint64_t length);
+
+ private:
+  Status EmulateWriteZeroes(uint64_t offset, uint64_t length, ZeroOptions opts);
+
+  const std::string name_;
+  const Geometry geometry_;
+  std::atomic<uint64_t> size_;
+};
+
+using BlockDevicePtr = std::shared_ptr<BlockDevice>;
+
+}  // namespace volstack::bdev

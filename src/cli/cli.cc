@@ -1,0 +1,105 @@
+#include "cli/cli.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+
+#include "cli/verbs.h"
+
+namespace volstack::cli {
+
+int ReportFailure(const Status& status, int code) {
+  std::fprintf(stderr, "volstack: %s\n", status.ToString().c_str());
+  return code;
+}
+
+int ReportUsage(const std::string& message) {
+  std::fprintf(stderr, "volstack: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+CLI::App* AddVerb(CLI::App& parent, Context& ctx, const std::string& name,
+                  const std::string& description, std::function<int()> body) {
+  CLI::App* verb = parent.add_subcommand(name, description);
+  verb->callback([&ctx, body = std::move(body)] { ctx.exit_code = body(); });
+  return verb;
+}
+
+CLI::App* AddReservedVerb(CLI::App& parent, Context& ctx, const std::string& name,
+                          const std::string& description) {
+  CLI::App* verb = AddVerb(parent, ctx, name, description + " (not implemented yet)", [name] {
+    return ReportFailure(Status::NotSupported(name + ": not implemented yet"));
+  });
+  verb->prefix_command();
+  return verb;
+}
+
+namespace {
+
+void AddGlobalOptions(CLI::App& app, Context& ctx) {
+  if (const char* env = std::getenv("VOLSTACK_STATE_DIR"); env && *env) {
+    ctx.global.state_dir = env;
+  }
+  app.add_option("--state-dir", ctx.global.state_dir,
+                 "State directory (default /var/lib/volstack; env VOLSTACK_STATE_DIR)")
+      ->capture_default_str();
+  app.add_flag("--json", ctx.global.json, "Machine-readable output where a command reports");
+  app.add_flag("-v,--verbose", ctx.global.verbose, "More detail on stderr (repeatable)");
+}
+
+// CLI11 prints multi-line errors with a usage hint; volstack answers a bad argument with
+// one line naming the command.
+std::string OneLine(const CLI::App& app, const std::string& what) {
+  std::string line = what;
+  for (char& c : line) {
+    if (c == '\n') c = ' ';
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  std::string path;
+  for (const CLI::App* a = &app; a != nullptr; a = a->get_parent()) {
+    path = a->get_name() + (path.empty() ? "" : " " + path);
+  }
+  return path + ": " + line;
+}
+
+const CLI::App* DeepestParsed(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands()) return DeepestParsed(*sub);
+  return &app;
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  try {
+    Context ctx;
+    CLI::App app{"volstack: a userspace storage stack (pool, LVM2-compatible volumes, exports)",
+                 "volstack"};
+    app.set_version_flag("--version", std::string("volstack ") + VOLSTACK_VERSION);
+    app.require_subcommand(1);
+    app.fallthrough();
+    AddGlobalOptions(app, ctx);
+    RegisterPoolVerbs(app, ctx);
+    RegisterLvmVerbs(app, ctx);
+    RegisterExportVerbs(app, ctx);
+    RegisterStackVerbs(app, ctx);
+    RegisterBenchVerbs(app, ctx);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      return ReportUsage(OneLine(*DeepestParsed(app), e.what()));
+    }
+    return ctx.exit_code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "volstack: internal error: %s\n", e.what());
+    return kExitFailure;
+  }
+}
+
+}  // namespace volstack::cli

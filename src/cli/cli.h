@@ -1,0 +1,52 @@
+// The volstack command line: a verb table in the manner of zfs_main.c. Each verb group lives
+// in its own file and adds its subcommands to the app through a Register*Verbs function
+// listed in verbs.h; main() only builds the app and runs it (see Main()).
+//
+// Exit codes: 0 success; 1 failure; 2 usage (a bad argument, caught before anything changes).
+// Verb groups that mimic a tool use that tool's codes where they differ (lvm2: 3 for an
+// invalid command line, 5 for a failed command).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "util/status.h"
+
+namespace volstack::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// Options every command takes.
+struct GlobalOptions {
+  std::string state_dir = "/var/lib/volstack";  // --state-dir or VOLSTACK_STATE_DIR
+  bool json = false;                            // --json: machine-readable report
+  int verbose = 0;                              // -v, repeatable: detail on stderr
+};
+
+struct Context {
+  GlobalOptions global;
+  int exit_code = kExitOk;
+};
+
+// Prints "volstack: <status>" on stderr and returns kExitFailure (or `code`), for verbs.
+int ReportFailure(const Status& status, int code = kExitFailure);
+// Prints "volstack: <message>" on stderr and returns kExitUsage.
+int ReportUsage(const std::string& message);
+
+// Adds a subcommand whose callback runs `body` and stores its exit code in ctx.
+CLI::App* AddVerb(CLI::App& parent, Context& ctx, const std::string& name,
+                  const std::string& description, std::function<int()> body);
+
+// A verb whose name is taken for work still to come: it answers "not implemented yet" and
+// exits 1, so scripts see a clear failure rather than an unknown command.
+CLI::App* AddReservedVerb(CLI::App& parent, Context& ctx, const std::string& name,
+                          const std::string& description);
+
+// Builds the app, parses argv, runs the verb. Never throws.
+int Main(int argc, char** argv);
+
+}  // namespace volstack::cli

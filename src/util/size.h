@@ -1,0 +1,20 @@
+// Human sizes as zfs and lvm2 spell them: "1G", "512k", "1.5T", "4096". Suffixes are binary
+// (K = 1024) and case-insensitive, as both tools take them; "B", "iB" and "b" endings are
+// accepted. A number without a suffix is in `default_unit` bytes (1 for zfs, MiB for lvcreate).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "util/result.h"
+
+namespace volstack {
+
+// Parses `text`; EINVAL with a message naming the text when it is not a size, ERANGE past 2^64.
+Result<uint64_t> ParseSize(std::string_view text, uint64_t default_unit = 1);
+
+// "1.00G", "512K", "3.50M": zfs-style, at most three significant digits.
+std::string FormatSizeShort(uint64_t bytes);
+
+}  // namespace volstack
