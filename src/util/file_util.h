@@ -1,0 +1,21 @@
+// Small, careful file helpers for state files (zpool.cache, the LVM devices list, loop
+// bindings): what is written is either the old file or the whole new one, never a mix.
+#pragma once
+
+#include <string>
+
+#include "util/result.h"
+
+namespace volstack {
+
+// Writes `contents` to `path` atomically: a temp file beside it, fsync, rename, fsync of the
+// directory. Creates missing parent directories (mode 0700).
+Status WriteFileAtomically(const std::string& path, const std::string& contents);
+
+// The whole file; ENOENT when it does not exist.
+Result<std::string> ReadWholeFile(const std::string& path);
+
+// mkdir -p with `mode` for the directories it creates.
+Status MakeDirectories(const std::string& path, unsigned mode = 0700);
+
+}  // namespace volstack
