@@ -4,8 +4,12 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <optional>
 
 #include "cli/verbs.h"
+#include "stack/control_socket.h"
+#include "stack/daemon.h"
+#include "stack/state_dir.h"
 
 namespace volstack::cli {
 
@@ -68,10 +72,40 @@ const CLI::App* DeepestParsed(const CLI::App& app) {
   return &app;
 }
 
+// With a daemon running for the state dir, a command runs inside it, against the devices it
+// holds open, with this process's stdio; without one, the same code runs here. The daemon and
+// the verbs that start or serve a stack on their own always run here.
+std::optional<int> ForwardToDaemonIfRunning(int argc, char** argv) {
+  if (stack::Daemon::Current() != nullptr) return std::nullopt;
+  std::string state_dir = stack::kDefaultStateDir;
+  if (const char* env = std::getenv("VOLSTACK_STATE_DIR"); env && *env) state_dir = env;
+  std::string verb;
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a == "--state-dir" && i + 1 < argc) {
+      state_dir = argv[++i];
+    } else if (a.rfind("--state-dir=", 0) == 0) {
+      state_dir = a.substr(12);
+    } else if (a == "-h" || a == "--help" || a == "--version") {
+      return std::nullopt;
+    } else if (verb.empty() && !a.empty() && a[0] != '-') {
+      verb = a;
+    }
+  }
+  if (verb.empty() || verb == "daemon" || verb == "bench" || verb == "devfs") return std::nullopt;
+  const stack::StateDir state{state_dir};
+  if (!stack::DaemonIsRunning(state.socket_path())) return std::nullopt;
+  std::vector<std::string> args(argv, argv + argc);
+  auto code = stack::ForwardToDaemon(state.socket_path(), args);
+  if (!code.ok()) return ReportFailure(code.status());
+  return *code;
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
   try {
+    if (auto forwarded = ForwardToDaemonIfRunning(argc, argv)) return *forwarded;
     Context ctx;
     CLI::App app{"volstack: a userspace storage stack (pool, LVM2-compatible volumes, exports)",
                  "volstack"};

@@ -7,10 +7,9 @@
 // invalid command line, 5 for a failed command).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "util/status.h"
 

@@ -31,8 +31,8 @@ std::vector<std::string> ListVolstackDeviceNames(const Context& ctx);
 // Branches, one per volume manager, in their own files. Each returns ENOENT when `name` is
 // not one of its devices, so the resolver can try the next.
 Result<bdev::BlockDevicePtr> OpenPoolVolumeByName(const Context& ctx, const std::string& name,
-                                                  bool read_only);    // pool_device_names.cc
-std::vector<std::string> ListPoolVolumeNames(const Context& ctx);     // pool_device_names.cc
+                                                  bool read_only);  // pool_device_names.cc
+std::vector<std::string> ListPoolVolumeNames(const Context& ctx);   // pool_device_names.cc
 Result<bdev::BlockDevicePtr> OpenLogicalVolumeByName(const Context& ctx, const std::string& name,
                                                      bool read_only);  // lvm_device_names.cc
 std::vector<std::string> ListLogicalVolumeNames(const Context& ctx);   // lvm_device_names.cc

@@ -1,12 +1,119 @@
+// up, down, status, daemon: the verbs that run a stack as a whole (see stack/daemon.h).
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/assembly.h"
 #include "cli/verbs.h"
+#include "stack/control_socket.h"
+#include "stack/daemon.h"
 
 namespace volstack::cli {
 
+namespace {
+
+stack::Daemon::Hooks MakeHooks() {
+  stack::Daemon::Hooks hooks;
+  hooks.handle_request = [](const stack::ControlRequest& request) {
+    std::vector<char*> argv;
+    for (const auto& a : request.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    return Main(static_cast<int>(request.argv.size()), argv.data());
+  };
+  hooks.up = [](stack::Daemon& daemon) { return AssembleUp(daemon); };
+  hooks.down = [](stack::Daemon& daemon) { return AssembleDown(daemon, /*force=*/true); };
+  return hooks;
+}
+
+// Starts the daemon in a child process and returns once it answers (or failed to start).
+int StartDaemonInBackground(const stack::StateDir& state) {
+  int ready_pipe[2];
+  if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return ReportFailure(ErrnoStatus("pipe"));
+  const pid_t pid = ::fork();
+  if (pid < 0) return ReportFailure(ErrnoStatus("fork"));
+  if (pid == 0) {
+    ::close(ready_pipe[0]);
+    ::setsid();
+    if (::fork() > 0) ::_exit(0);  // the daemon is reparented to init, never a zombie of ours
+    const int log =
+        ::open(state.log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null >= 0) ::dup2(null, 0);
+    if (log >= 0) {
+      ::dup2(log, 1);
+      ::dup2(log, 2);
+    }
+    bool reported = false;
+    auto report = [&](const Status& s) {
+      const std::string msg = s.ok() ? "ok" : s.ToString();
+      if (::write(ready_pipe[1], msg.data(), msg.size()) < 0) {
+      }
+      ::close(ready_pipe[1]);
+      reported = true;
+    };
+    Status s = stack::Daemon::Run(state, MakeHooks(), report);
+    if (!reported) report(s.ok() ? Status::IoError("daemon stopped before it was ready") : s);
+    ::_exit(s.ok() ? 0 : 1);
+  }
+  ::close(ready_pipe[1]);
+  int wstatus = 0;
+  ::waitpid(pid, &wstatus, 0);
+  std::string msg;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(ready_pipe[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
+  ::close(ready_pipe[0]);
+  if (msg == "ok") return kExitOk;
+  // The daemon runs even when part of the stack could not come up; say what is missing.
+  std::fprintf(stderr, "volstack: %s\n", msg.empty() ? "daemon failed to start" : msg.c_str());
+  return kExitFailure;
+}
+
+}  // namespace
+
 void RegisterStackVerbs(CLI::App& app, Context& ctx) {
-  AddReservedVerb(app, ctx, "up", "Restore the whole stack from the state directory");
-  AddReservedVerb(app, ctx, "down", "Flush and take the stack down");
-  AddReservedVerb(app, ctx, "status", "Show the stack as a tree");
-  AddReservedVerb(app, ctx, "daemon", "Run the daemon that owns open devices");
+  auto foreground = std::make_shared<bool>(false);
+  auto* daemon =
+      AddVerb(app, ctx, "daemon", "Run the daemon that owns open devices", [&ctx, foreground] {
+        const stack::StateDir state{ctx.global.state_dir};
+        if (stack::Daemon::Current() != nullptr) {
+          return ReportFailure(Status::Busy("the daemon is already running"));
+        }
+        if (!*foreground) return StartDaemonInBackground(state);
+        Status s = stack::Daemon::Run(state, MakeHooks(), [](Status up) {
+          if (!up.ok()) std::fprintf(stderr, "volstack: %s\n", up.ToString().c_str());
+        });
+        return s.ok() ? kExitOk : ReportFailure(s);
+      });
+  daemon->add_flag("--foreground", *foreground, "Stay in the foreground (for systemd and tests)");
+
+  AddVerb(app, ctx, "up", "Restore the whole stack from the state directory", [&ctx] {
+    if (auto* d = stack::Daemon::Current()) {
+      Status s = AssembleUp(*d);
+      return s.ok() ? kExitOk : ReportFailure(s);
+    }
+    return StartDaemonInBackground(stack::StateDir{ctx.global.state_dir});
+  });
+
+  auto force = std::make_shared<bool>(false);
+  auto* down = AddVerb(app, ctx, "down", "Flush and take the stack down", [&ctx, force] {
+    auto* d = stack::Daemon::Current();
+    if (d == nullptr) {
+      std::fprintf(stderr, "volstack: no daemon is running for %s\n", ctx.global.state_dir.c_str());
+      return kExitOk;
+    }
+    Status s = AssembleDown(*d, *force);
+    if (!s.ok()) return ReportFailure(s);
+    d->RequestStop();
+    return kExitOk;
+  });
+  down->add_flag("--force", *force, "Take down even what a loop device or mount still uses");
+
+  AddVerb(app, ctx, "status", "Show the stack as a tree",
+          [&ctx] { return PrintStatus(ctx, stack::Daemon::Current()); });
 }
 
 }  // namespace volstack::cli

@@ -21,14 +21,14 @@ namespace volstack::internal {
 #define VS_CHECK(cond) \
   ((cond) ? (void)0 : ::volstack::internal::CheckFailed(__FILE__, __LINE__, #cond))
 
-#define VS_CHECK_OP(a, op, b)                                                        \
-  do {                                                                               \
-    auto vs_a_ = (a);                                                                \
-    auto vs_b_ = (b);                                                                \
-    if (!(vs_a_ op vs_b_))                                                           \
-      ::volstack::internal::CheckOpFailed(__FILE__, __LINE__, #a " " #op " " #b,     \
-                                          static_cast<uint64_t>(vs_a_),              \
-                                          static_cast<uint64_t>(vs_b_));             \
+#define VS_CHECK_OP(a, op, b)                                                    \
+  do {                                                                           \
+    auto vs_a_ = (a);                                                            \
+    auto vs_b_ = (b);                                                            \
+    if (!(vs_a_ op vs_b_))                                                       \
+      ::volstack::internal::CheckOpFailed(__FILE__, __LINE__, #a " " #op " " #b, \
+                                          static_cast<uint64_t>(vs_a_),          \
+                                          static_cast<uint64_t>(vs_b_));         \
   } while (0)
 
 #ifdef NDEBUG

@@ -9,15 +9,24 @@ namespace volstack {
 namespace {
 int ShiftForSuffix(char c) {
   switch (std::tolower(static_cast<unsigned char>(c))) {
-    case 'b': return 0;
-    case 's': return 9;  // 512-byte sectors, as lvm2 takes them
-    case 'k': return 10;
-    case 'm': return 20;
-    case 'g': return 30;
-    case 't': return 40;
-    case 'p': return 50;
-    case 'e': return 60;
-    default: return -1;
+    case 'b':
+      return 0;
+    case 's':
+      return 9;  // 512-byte sectors, as lvm2 takes them
+    case 'k':
+      return 10;
+    case 'm':
+      return 20;
+    case 'g':
+      return 30;
+    case 't':
+      return 40;
+    case 'p':
+      return 50;
+    case 'e':
+      return 60;
+    default:
+      return -1;
   }
 }
 }  // namespace
@@ -31,7 +40,8 @@ Result<uint64_t> ParseSize(std::string_view text, uint64_t default_unit) {
   bool any_digit = false;
   while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
     const uint64_t d = static_cast<uint64_t>(text[i] - '0');
-    if (whole > (UINT64_MAX - d) / 10) return Status::FromErrno(ERANGE, "size too large: " + std::string(text));
+    if (whole > (UINT64_MAX - d) / 10)
+      return Status::FromErrno(ERANGE, "size too large: " + std::string(text));
     whole = whole * 10 + d;
     any_digit = true;
     i++;

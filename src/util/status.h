@@ -21,7 +21,9 @@ class [[nodiscard]] Status {
 
   static Status Ok() { return Status(); }
   // `code` is a positive errno value; 0 is OK.
-  static Status FromErrno(int code, std::string message) { return Status(code, std::move(message)); }
+  static Status FromErrno(int code, std::string message) {
+    return Status(code, std::move(message));
+  }
   static Status InvalidArgument(std::string m) { return Status(EINVAL, std::move(m)); }
   static Status NoSpace(std::string m) { return Status(ENOSPC, std::move(m)); }
   static Status IoError(std::string m) { return Status(EIO, std::move(m)); }
@@ -63,8 +65,8 @@ Status ErrnoStatus(std::string_view what, int err = errno);
 }  // namespace volstack
 
 // Returns early from the enclosing function if `expr` (a Status) is not OK.
-#define VS_RETURN_IF_ERROR(expr)                  \
-  do {                                            \
-    ::volstack::Status vs_status_ = (expr);       \
-    if (!vs_status_.ok()) return vs_status_;      \
+#define VS_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::volstack::Status vs_status_ = (expr);  \
+    if (!vs_status_.ok()) return vs_status_; \
   } while (0)

@@ -1,0 +1,72 @@
+#include "stack/daemon.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "util/file_util.h"
+
+namespace volstack::stack {
+
+namespace {
+std::atomic<Daemon*> g_current{nullptr};
+std::atomic<bool> g_signalled{false};
+
+void OnSignal(int) { g_signalled = true; }
+}  // namespace
+
+Daemon* Daemon::Current() { return g_current.load(); }
+
+void Daemon::RequestStop() { stop_requested_ = true; }
+
+Status Daemon::Run(const StateDir& state, Hooks hooks, std::function<void(Status)> ready) {
+  VS_RETURN_IF_ERROR(MakeDirectories(state.root));
+  // One daemon per state dir: the pid file is locked for the daemon's lifetime.
+  const int pid_fd = ::open(state.pid_path().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (pid_fd < 0) return ErrnoStatus("open " + state.pid_path());
+  if (::flock(pid_fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(pid_fd);
+    return Status::Busy("a daemon is already running for " + state.root);
+  }
+  const std::string pid_text = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(pid_fd, 0) != 0 || ::pwrite(pid_fd, pid_text.data(), pid_text.size(), 0) < 0) {
+    ::close(pid_fd);
+    return ErrnoStatus("write " + state.pid_path());
+  }
+
+  Daemon daemon(state, std::move(hooks));
+  g_current = &daemon;
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  Status up = daemon.hooks_.up ? daemon.hooks_.up(daemon) : Status::Ok();
+  auto server = ControlServer::Start(state.socket_path(), daemon.hooks_.handle_request);
+  if (!server.ok()) {
+    if (daemon.hooks_.down) daemon.hooks_.down(daemon).IgnoreError();
+    g_current = nullptr;
+    ::unlink(state.pid_path().c_str());
+    ::close(pid_fd);
+    return server.status();
+  }
+  if (ready) ready(up);
+  while (!g_signalled && !daemon.stop_requested_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  // Stop taking requests before tearing down what they would use.
+  server.value().reset();
+  Status down = daemon.hooks_.down ? daemon.hooks_.down(daemon) : Status::Ok();
+  g_current = nullptr;
+  ::unlink(state.pid_path().c_str());
+  ::close(pid_fd);
+  return down;
+}
+
+}  // namespace volstack::stack

@@ -1,0 +1,59 @@
+// The daemon: the one process that owns every open device of a stack while anything is
+// exported — imported pools, active LVs, the devfs mount, NBD listeners, loop bindings — and
+// runs the CLI's requests against them.
+//
+// Lifecycle: Run() takes the state dir's lock (one daemon per state dir), binds the control
+// socket, assembles the stack from the state dir (Assembly::Up), then serves requests until
+// SIGTERM/SIGINT or a `down` request, and finally takes the stack down cleanly (flush, detach
+// what it bound, unmount devfs, export pools). A kill -9 skips the last step; the on-disk
+// formats make that safe (the pool replays to its last txg, LVM metadata commits are
+// atomic) and the next `up` recovers.
+//
+// Requests run one at a time (ControlServer serializes them); device I/O from devfs and NBD
+// runs concurrently on their own threads and never takes the request lock.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "bdev/device_registry.h"
+#include "stack/control_socket.h"
+#include "stack/state_dir.h"
+
+namespace volstack::stack {
+
+class Daemon {
+ public:
+  // Steps the daemon runs at start and stop, supplied by the layer that knows the verbs (the
+  // CLI): bringing a stack up is the same code whether the daemon or a CLI process runs it.
+  struct Hooks {
+    ControlServer::Handler handle_request;
+    std::function<Status(Daemon&)> up;    // assemble from the state dir
+    std::function<Status(Daemon&)> down;  // flush and release everything
+  };
+
+  // The daemon running in this process, or nullptr (in a CLI process).
+  static Daemon* Current();
+
+  // Runs the daemon in this process until it is told to stop. `ready` (may be null) is
+  // called once the socket answers and the stack is up, with the status of `up`.
+  static Status Run(const StateDir& state, Hooks hooks, std::function<void(Status)> ready);
+
+  const StateDir& state() const { return state_; }
+  bdev::DeviceRegistry& registry() { return registry_; }
+
+  // Ends Run() once the current request has answered.
+  void RequestStop();
+
+ private:
+  Daemon(StateDir state, Hooks hooks) : state_(std::move(state)), hooks_(std::move(hooks)) {}
+
+  const StateDir state_;
+  const Hooks hooks_;
+  bdev::DeviceRegistry registry_;
+  std::atomic<bool> stop_requested_{false};
+};
+
+}  // namespace volstack::stack
