@@ -8,6 +8,12 @@
 namespace volstack::bdev {
 
 namespace {
+// The hot path of every request: one mask test and two compares, inlined into Read/Write;
+// building the error message is left to CheckRange, out of line.
+inline bool Valid(uint64_t lbs, uint64_t dev_size, uint64_t offset, uint64_t length) {
+  return ((offset | length) & (lbs - 1)) == 0 && offset <= dev_size && length <= dev_size - offset;
+}
+
 // The zero buffer used to emulate WriteZeroes: large enough to amortise calls, small enough
 // to share.
 constexpr size_t kZeroChunk = 1 << 20;
@@ -33,10 +39,9 @@ Geometry BlockDevice::geometry() const {
 Status BlockDevice::CheckRange(const char* op, uint64_t offset, uint64_t length) const {
   const uint64_t lbs = geometry_.logical_block_size;
   if (offset % lbs != 0 || length % lbs != 0) {
-    return Status::InvalidArgument(name_ + ": " + op + " at " + std::to_string(offset) +
-                                   " length " + std::to_string(length) +
-                                   " is not aligned to the logical block size " +
-                                   std::to_string(lbs));
+    return Status::InvalidArgument(
+        name_ + ": " + op + " at " + std::to_string(offset) + " length " + std::to_string(length) +
+        " is not aligned to the logical block size " + std::to_string(lbs));
   }
   const uint64_t dev_size = size();
   if (offset > dev_size || length > dev_size - offset) {
@@ -48,14 +53,21 @@ Status BlockDevice::CheckRange(const char* op, uint64_t offset, uint64_t length)
 }
 
 Status BlockDevice::Read(uint64_t offset, std::span<uint8_t> buf) {
-  VS_RETURN_IF_ERROR(CheckRange("read", offset, buf.size()));
-  if (buf.empty()) return Status::Ok();
+  if (!Valid(geometry_.logical_block_size, size(), offset, buf.size())) [[unlikely]] {
+    return CheckRange("read", offset, buf.size());
+  }
+  if (buf.empty()) [[unlikely]]
+    return Status::Ok();
   return DoRead(offset, buf);
 }
 
 Status BlockDevice::Write(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) {
-  if (geometry_.read_only) return Status::ReadOnly(name_ + ": write to a read-only device");
-  VS_RETURN_IF_ERROR(CheckRange("write", offset, buf.size()));
+  if (geometry_.read_only) [[unlikely]] {
+    return Status::ReadOnly(name_ + ": write to a read-only device");
+  }
+  if (!Valid(geometry_.logical_block_size, size(), offset, buf.size())) [[unlikely]] {
+    return CheckRange("write", offset, buf.size());
+  }
   if (buf.empty()) return opts.fua ? DoFlush() : Status::Ok();
   if (opts.fua && !geometry_.caps.fua) {
     VS_RETURN_IF_ERROR(DoWrite(offset, buf, WriteOptions{}));
@@ -109,6 +121,10 @@ Result<std::vector<AllocationExtent>> BlockDevice::QueryAllocation(uint64_t offs
     return merged;
   }
   VS_ASSIGN_OR_RETURN(auto raw, DoQueryAllocation(offset, length));
+  // The walk below needs runs in order; a device may return them in any.
+  std::sort(raw.begin(), raw.end(), [](const AllocationExtent& a, const AllocationExtent& b) {
+    return a.offset < b.offset;
+  });
   // Clip to the request, fill gaps as data (never claim a hole we were not told of), merge.
   uint64_t pos = offset;
   const uint64_t end = offset + length;

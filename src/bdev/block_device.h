@@ -23,6 +23,13 @@
 //
 // Threads: every method may be called from many threads at once. Writes to overlapping
 // ranges that run concurrently land in an unspecified order, as on real hardware.
+//
+// Layers: an observer (trace, stats) derives from ForwardingDevice; a remapper (slice, LV,
+// pool volume) derives from BlockDevice and implements every Do* hook, so an operation added
+// here later cannot slip through it unshifted. Devices in this directory: file, memory,
+// slice, forwarding, trace, pattern and fault (crash testing); every one passes the typed
+// conformance suite in block_device_conformance.h, which other layers reuse. See
+// docs/blockdev.md.
 #pragma once
 
 #include <atomic>
@@ -122,8 +129,7 @@ class BlockDevice {
   virtual Status DoWriteZeroes(uint64_t offset, uint64_t length, ZeroOptions opts);
   // Called only when caps.allocation_query; otherwise everything is data. May return runs
   // unmerged; the base merges and clips them.
-  virtual Result<std::vector<AllocationExtent>> DoQueryAllocation(uint64_t offset,
-                                                                  uint64_t length);
+  virtual Result<std::vector<AllocationExtent>> DoQueryAllocation(uint64_t offset, uint64_t length);
 
  private:
   Status EmulateWriteZeroes(uint64_t offset, uint64_t length, ZeroOptions opts);

@@ -73,8 +73,7 @@ void DeviceRegistry::Unsubscribe(int id) {
   listeners_.erase(id);
 }
 
-void DeviceRegistry::Notify(Change change, const std::string& name,
-                            const BlockDevicePtr& device) {
+void DeviceRegistry::Notify(Change change, const std::string& name, const BlockDevicePtr& device) {
   std::vector<Listener> listeners;
   {
     std::lock_guard lock(mu_);

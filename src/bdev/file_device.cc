@@ -21,8 +21,8 @@ constexpr size_t kDirectAlign = 4096;
 
 struct AlignedBuffer {
   explicit AlignedBuffer(size_t n) : size(n) {
-    data = static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, (n + kDirectAlign - 1) /
-                                                                      kDirectAlign * kDirectAlign));
+    data = static_cast<uint8_t*>(
+        std::aligned_alloc(kDirectAlign, (n + kDirectAlign - 1) / kDirectAlign * kDirectAlign));
   }
   ~AlignedBuffer() { std::free(data); }
   uint8_t* data;
@@ -64,14 +64,13 @@ Result<std::shared_ptr<FileDevice>> FileDevice::Open(const std::string& path,
     if (::ioctl(fd, BLKSSZGET, &lbs) != 0) return fail(ErrnoStatus("BLKSSZGET " + path));
     if (::ioctl(fd, BLKPBSZGET, &pbs) != 0) pbs = static_cast<unsigned int>(lbs);
     g.size_bytes = bytes;
-    g.logical_block_size = options.logical_block_size ? options.logical_block_size
-                                                      : static_cast<uint32_t>(lbs);
+    g.logical_block_size =
+        options.logical_block_size ? options.logical_block_size : static_cast<uint32_t>(lbs);
     g.physical_block_size = options.physical_block_size ? options.physical_block_size : pbs;
   } else if (S_ISREG(st.st_mode)) {
     g.logical_block_size = options.logical_block_size ? options.logical_block_size : 512;
     g.physical_block_size = options.physical_block_size ? options.physical_block_size : 4096;
-    g.size_bytes = static_cast<uint64_t>(st.st_size) / g.logical_block_size *
-                   g.logical_block_size;
+    g.size_bytes = static_cast<uint64_t>(st.st_size) / g.logical_block_size * g.logical_block_size;
     g.caps.allocation_query = true;
   } else {
     return fail(Status::InvalidArgument(path + " is neither a regular file nor a block device"));
@@ -129,12 +128,14 @@ Status FileDevice::ReadFully(uint64_t offset, uint8_t* data, size_t length) {
 
 Status FileDevice::WriteFully(uint64_t offset, const uint8_t* data, size_t length, bool dsync) {
   while (length > 0) {
-    struct iovec iov{const_cast<uint8_t*>(data), length};
-    const ssize_t n =
-        ::pwritev2(fd_, &iov, 1, static_cast<off_t>(offset), dsync ? RWF_DSYNC : 0);
+    iovec iov = {const_cast<uint8_t*>(data), length};
+    const ssize_t n = ::pwritev2(fd_, &iov, 1, static_cast<off_t>(offset), dsync ? RWF_DSYNC : 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoStatus(path_ + ": write at " + std::to_string(offset));
+    }
+    if (n == 0) {  // a zero-length write would loop forever; the kernel should never do it
+      return Status::IoError(path_ + ": write at " + std::to_string(offset) + " made no progress");
     }
     data += n;
     offset += static_cast<uint64_t>(n);
@@ -144,18 +145,31 @@ Status FileDevice::WriteFully(uint64_t offset, const uint8_t* data, size_t lengt
 }
 
 Status FileDevice::DoRead(uint64_t offset, std::span<uint8_t> buf) {
-  if (!direct_io_ || IsAligned(buf.data())) return ReadFully(offset, buf.data(), buf.size());
+  if (!direct_io_ || IsAligned(buf.data())) [[likely]] {
+    // Nearly every read completes in one call: keep that path free of the loop's calls.
+    if (::pread(fd_, buf.data(), buf.size(), static_cast<off_t>(offset)) ==
+        static_cast<ssize_t>(buf.size())) [[likely]] {
+      return Status::Ok();
+    }
+    return ReadFully(offset, buf.data(), buf.size());
+  }
   AlignedBuffer bounce(buf.size());
+  if (bounce.data == nullptr) return Status::FromErrno(ENOMEM, path_ + ": bounce buffer");
   VS_RETURN_IF_ERROR(ReadFully(offset, bounce.data, buf.size()));
   std::memcpy(buf.data(), bounce.data, buf.size());
   return Status::Ok();
 }
 
 Status FileDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) {
-  if (!direct_io_ || IsAligned(buf.data())) {
+  if (!direct_io_ || IsAligned(buf.data())) [[likely]] {
+    if (!opts.fua && ::pwrite(fd_, buf.data(), buf.size(), static_cast<off_t>(offset)) ==
+                         static_cast<ssize_t>(buf.size())) [[likely]] {
+      return Status::Ok();
+    }
     return WriteFully(offset, buf.data(), buf.size(), opts.fua);
   }
   AlignedBuffer bounce(buf.size());
+  if (bounce.data == nullptr) return Status::FromErrno(ENOMEM, path_ + ": bounce buffer");
   std::memcpy(bounce.data, buf.data(), buf.size());
   return WriteFully(offset, bounce.data, buf.size(), opts.fua);
 }

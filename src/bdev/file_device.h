@@ -18,8 +18,8 @@ namespace volstack::bdev {
 
 struct FileDeviceOptions {
   bool read_only = false;
-  bool direct_io = false;         // O_DIRECT
-  bool exclusive_lock = false;    // flock(LOCK_EX|LOCK_NB): EBUSY when another holds it
+  bool direct_io = false;            // O_DIRECT
+  bool exclusive_lock = false;       // flock(LOCK_EX|LOCK_NB): EBUSY when another holds it
   uint32_t logical_block_size = 0;   // 0 = 512 for files, the kernel's for block devices
   uint32_t physical_block_size = 0;  // 0 = 4096 for files, the kernel's for block devices
 };

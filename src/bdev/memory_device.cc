@@ -6,8 +6,7 @@
 namespace volstack::bdev {
 
 std::shared_ptr<MemoryDevice> MemoryDevice::Create(uint64_t size, uint32_t logical_block_size,
-                                                   uint32_t physical_block_size,
-                                                   std::string name) {
+                                                   uint32_t physical_block_size, std::string name) {
   Geometry g;
   g.size_bytes = size;
   g.logical_block_size = logical_block_size;
@@ -24,6 +23,13 @@ MemoryDevice::MemoryDevice(std::string name, const Geometry& geometry)
 uint64_t MemoryDevice::allocated_bytes() const {
   std::lock_guard lock(mu_);
   return chunks_.size() * uint64_t{kChunkSize};
+}
+
+std::shared_ptr<MemoryDevice> MemoryDevice::Clone() const {
+  auto copy = std::make_shared<MemoryDevice>(name(), geometry());
+  std::lock_guard lock(mu_);
+  copy->chunks_ = chunks_;
+  return copy;
 }
 
 Status MemoryDevice::DoRead(uint64_t offset, std::span<uint8_t> buf) {

@@ -25,6 +25,9 @@ class MemoryDevice final : public BlockDevice {
   // Bytes of chunks currently allocated (a test's view of space use).
   uint64_t allocated_bytes() const;
 
+  // An independent copy of the device: same geometry, name and contents.
+  std::shared_ptr<MemoryDevice> Clone() const;
+
   MemoryDevice(std::string name, const Geometry& geometry);
 
  protected:

@@ -89,18 +89,19 @@ std::string FormatSizeShort(uint64_t bytes) {
   static const char kSuffix[] = "BKMGTPE";
   int idx = 0;
   long double v = static_cast<long double>(bytes);
-  while (v >= 1024 && idx < 6) {
+  // Divide while the value, rounded as it will be printed, would not fit below 1024.
+  while (idx < 6 && std::roundl(v) >= 1024) {
     v /= 1024;
     idx++;
   }
   char buf[32];
   if (idx == 0) {
-    std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(bytes));
-    return std::string(buf) + "B";
+    std::snprintf(buf, sizeof buf, "%lluB", static_cast<unsigned long long>(bytes));
+    return buf;
   }
-  if (v < 10) {
+  if (v < 9.995L) {
     std::snprintf(buf, sizeof buf, "%.2Lf%c", v, kSuffix[idx]);
-  } else if (v < 100) {
+  } else if (v < 99.95L) {
     std::snprintf(buf, sizeof buf, "%.1Lf%c", v, kSuffix[idx]);
   } else {
     std::snprintf(buf, sizeof buf, "%.0Lf%c", v, kSuffix[idx]);
