@@ -1,11 +1,12 @@
+#include "cli/export_common.h"
 #include "cli/verbs.h"
 
 namespace volstack::cli {
 
 void RegisterExportVerbs(CLI::App& app, Context& ctx) {
-  AddReservedVerb(app, ctx, "devfs", "Serve the FUSE device tree");
-  AddReservedVerb(app, ctx, "losetup", "Bind kernel loop devices to volstack devices");
-  AddReservedVerb(app, ctx, "nbd", "Serve devices over NBD");
+  RegisterDevfsVerb(app, ctx);
+  RegisterLosetupVerb(app, ctx);
+  RegisterNbdVerb(app, ctx);
 }
 
 }  // namespace volstack::cli

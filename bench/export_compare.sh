@@ -1,0 +1,199 @@
+#!/bin/bash
+# Side-by-side export benchmark (issue 5, "Speed"), all on one backing file, interleaved:
+#
+#   loop stacks (dbench on XFS, then fio 4 KiB QD32 randrw on the loop device):
+#     plain     losetup on the backing file
+#     volstack  volstack devfs -> volstack losetup
+#     nbdfuse   nbdkit file -> nbdfuse -> losetup           (if nbdkit and nbdfuse exist)
+#     qsd       qemu-storage-daemon FUSE export -> losetup  (if qemu-storage-daemon exists)
+#   NBD servers (fio's nbd engine, 4 KiB QD32 randrw):
+#     volstack nbd serve, nbdkit file, qemu-nbd
+#
+# Every loop uses the same options (LOOP_OPTS, default: 4096-byte sectors, direct I/O on), so
+# only the hop under the loop differs. Prints one table with ratios to the plain loop.
+#
+# Usage: bench/export_compare.sh [--quick] [--size 2G] [--clients 10] [--dbench-time 30]
+#          [--fio-time 20] [--rounds 1] [--stacks plain,volstack,nbdfuse,qsd]
+#          [--nbd volstack,nbdkit,qemu-nbd] [--dir DIR] [--devfs-opts "..."]
+# Env: VOLSTACK (the binary), LOOP_OPTS. Needs root, dbench, fio, mkfs.xfs.
+set -euo pipefail
+
+SIZE=2G CLIENTS=10 DBENCH_TIME=30 FIO_TIME=20 ROUNDS=1
+STACKS=plain,volstack,nbdfuse,qsd
+NBDS=volstack,nbdkit,qemu-nbd
+DIR=""
+DEVFS_OPTS=""
+LOOP_OPTS=${LOOP_OPTS:---sector-size 4096 --direct-io=on}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) SIZE=1G DBENCH_TIME=8 FIO_TIME=5 CLIENTS=4 ;;
+    --size) SIZE=$2; shift ;;
+    --clients) CLIENTS=$2; shift ;;
+    --dbench-time) DBENCH_TIME=$2; shift ;;
+    --fio-time) FIO_TIME=$2; shift ;;
+    --rounds) ROUNDS=$2; shift ;;
+    --stacks) STACKS=$2; shift ;;
+    --nbd) NBDS=$2; shift ;;
+    --dir) DIR=$2; shift ;;
+    --devfs-opts) DEVFS_OPTS=$2; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+VOLSTACK=${VOLSTACK:-$HERE/build/tools/volstack}
+[ -x "$VOLSTACK" ] || { echo "set VOLSTACK to the volstack binary" >&2; exit 2; }
+for c in dbench fio mkfs.xfs losetup python3; do
+  command -v $c >/dev/null || { echo "needs $c" >&2; exit 2; }
+done
+
+W=$(mktemp -d "${DIR:-/tmp}/export-bench.XXXXXX")
+FILE=$W/backing.img
+STATE=$W/state
+mkdir -p "$STATE" "$W/mnt"
+CLEANUPS=()
+cleanup() {
+  set +e
+  local i
+  for ((i = ${#CLEANUPS[@]} - 1; i >= 0; i--)); do eval "${CLEANUPS[$i]}" >/dev/null 2>&1; done
+  CLEANUPS=()
+}
+final() { cleanup; rm -rf "$W"; }
+trap final EXIT
+trap 'exit 130' INT TERM
+defer() { CLEANUPS+=("$*"); }
+stop_pid() { echo "kill $1; for _ in \$(seq 100); do kill -0 $1 || break; sleep 0.1; done; kill -9 $1"; }
+wait_for() { for _ in $(seq 100); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+
+truncate -s "$SIZE" "$FILE"
+RESULTS=$W/results.txt
+: >"$RESULTS"
+
+# --- the loop stacks: each sets BACK to the file a loop device should be bound to ---
+# (They run in this shell, not in $(...), so what they defer is undone by cleanup.)
+setup_plain() { BACK=$FILE; }
+setup_volstack() {
+  "$VOLSTACK" --state-dir "$STATE" devfs --devfs "$W/vsdev" $DEVFS_OPTS disk="$FILE" >&2
+  defer "$(stop_pid "$(cat "$STATE/devfs.pid")")"
+  BACK=$W/vsdev/disk
+}
+setup_nbdfuse() {
+  command -v nbdkit >/dev/null && command -v nbdfuse >/dev/null || return 1
+  rm -f "$W/nbdkit.sock" "$W/nbdkit.pid" "$W/nbdfuse.pid"
+  nbdkit --unix "$W/nbdkit.sock" -P "$W/nbdkit.pid" file "$FILE" >&2
+  wait_for "$W/nbdkit.pid"
+  defer "$(stop_pid "$(cat "$W/nbdkit.pid")")"
+  mkdir -p "$W/nbdfuse"
+  nbdfuse -P "$W/nbdfuse.pid" "$W/nbdfuse/disk" --unix "$W/nbdkit.sock" >&2 &
+  wait_for "$W/nbdfuse.pid"
+  wait_for "$W/nbdfuse/disk"
+  defer "fusermount3 -u $W/nbdfuse; $(stop_pid "$(cat "$W/nbdfuse.pid")")"
+  BACK=$W/nbdfuse/disk
+}
+setup_qsd() {
+  command -v qemu-storage-daemon >/dev/null || return 1
+  touch "$W/qsd.img"
+  qemu-storage-daemon --daemonize --pidfile "$W/qsd.pid" \
+    --blockdev "driver=file,node-name=f,filename=$FILE,cache.direct=off" \
+    --export "type=fuse,id=e,node-name=f,mountpoint=$W/qsd.img,writable=on" >&2
+  defer "fusermount3 -u $W/qsd.img; $(stop_pid "$(cat "$W/qsd.pid")")"
+  BACK=$W/qsd.img
+}
+
+loop_attach() {  # file -> loop device
+  if [ "$1" = "$FILE" ] || [ "$STACK" != volstack ]; then
+    # shellcheck disable=SC2086
+    losetup -f --show $(echo "$LOOP_OPTS" | sed 's/--sector-size/-b/') "$1"
+  else
+    # shellcheck disable=SC2086
+    "$VOLSTACK" --state-dir "$STATE" losetup --devfs "$W/vsdev" -f --show $LOOP_OPTS disk
+  fi
+}
+
+fio_iops() {  # fio args... -> total IOPS ("-" if fio failed)
+  fio --output-format=json --output="$W/fio.json" --name=r --rw=randrw --bs=4k --iodepth=32 \
+    --runtime="$FIO_TIME" --time_based --group_reporting "$@" >/dev/null 2>&1 || true
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(int(j["read"]["iops"]+j["write"]["iops"]))' \
+    "$W/fio.json" 2>/dev/null || echo -
+}
+
+run_loop_stack() {
+  STACK=$1
+  local loop
+  BACK=""
+  setup_"$STACK" >&2 || { echo "$STACK: not available" >&2; cleanup; return 0; }
+  loop=$(loop_attach "$BACK")
+  defer "losetup -d $loop"
+  mkfs.xfs -q -f "$loop"
+  mount "$loop" "$W/mnt"
+  defer "umount $W/mnt"
+  (cd "$W/mnt" && dbench -t "$DBENCH_TIME" "$CLIENTS" >"$W/dbench.out" 2>&1)
+  umount "$W/mnt"
+  local tput flush_avg flush_max iops
+  tput=$(awk '/^Throughput/ {print $2}' "$W/dbench.out")
+  flush_avg=$(awk '$1 == "Flush" {print $3}' "$W/dbench.out")
+  flush_max=$(awk '$1 == "Flush" {print $4}' "$W/dbench.out")
+  iops=$(fio_iops --filename="$loop" --ioengine=libaio --direct=1 --size=1G)
+  echo "loop $STACK ${tput:--} ${flush_avg:--} ${flush_max:--} $iops" | tee -a "$RESULTS" >&2
+  cleanup
+}
+
+run_nbd_server() {
+  local server=$1 uri
+  case $server in
+    volstack)
+      "$VOLSTACK" --state-dir "$STATE" nbd serve --socket "$W/vs.sock" disk="$FILE"
+      defer "$(stop_pid "$(cat "$STATE/nbd.pid")")"
+      uri="nbd+unix:///disk?socket=$W/vs.sock" ;;
+    nbdkit)
+      command -v nbdkit >/dev/null || return 0
+      rm -f "$W/nk.sock" "$W/nk.pid"
+      nbdkit --unix "$W/nk.sock" -P "$W/nk.pid" file "$FILE"
+      wait_for "$W/nk.pid"
+      defer "$(stop_pid "$(cat "$W/nk.pid")")"
+      uri="nbd+unix:///?socket=$W/nk.sock" ;;
+    qemu-nbd)
+      command -v qemu-nbd >/dev/null || return 0
+      rm -f "$W/qn.sock" "$W/qn.pid"
+      qemu-nbd -f raw -k "$W/qn.sock" --pid-file "$W/qn.pid" -t --fork "$FILE"
+      wait_for "$W/qn.pid"
+      defer "$(stop_pid "$(cat "$W/qn.pid")")"
+      uri="nbd+unix:///?socket=$W/qn.sock" ;;
+  esac
+  local iops
+  iops=$(fio_iops --ioengine=nbd --uri="$uri" --size=1G)
+  echo "nbd $server - - - $iops" | tee -a "$RESULTS" >&2
+  cleanup
+}
+
+for ((round = 1; round <= ROUNDS; round++)); do
+  for s in ${STACKS//,/ }; do run_loop_stack "$s"; done
+  for s in ${NBDS//,/ }; do run_nbd_server "$s"; done
+done
+
+python3 - "$RESULTS" "$CLIENTS" "$DBENCH_TIME" "$FIO_TIME" "$SIZE" "$LOOP_OPTS" <<'PY'
+import collections, sys
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    kind, name, tput, favg, fmax, iops = line.split()
+    rows[(kind, name)].append((tput, favg, fmax, iops))
+def mean(vals):
+    vals = [float(v) for v in vals if v != "-"]
+    return sum(vals) / len(vals) if vals else None
+print(f"dbench {sys.argv[2]} clients {sys.argv[3]} s on XFS; fio 4 KiB QD32 randrw {sys.argv[4]} s;"
+      f" backing file {sys.argv[5]}; loops: {sys.argv[6]}")
+print(f"{'stack':<22}{'dbench MB/s':>12}{'ratio':>7}{'Flush avg':>10}{'Flush max':>10}"
+      f"{'max ratio':>10}{'fio IOPS':>10}{'ratio':>7}")
+base = {k: [mean(c) for c in zip(*v)] for k, v in rows.items()}
+plain = base.get(("loop", "plain"))
+nbdkit = base.get(("nbd", "nbdkit"))
+for (kind, name), (tput, favg, fmax, iops) in base.items():
+    ref = plain if kind == "loop" else nbdkit
+    fmt = lambda v, f: f"{v:{f}}" if v is not None else "-"
+    ratio = lambda a, b: f"{a / b:.2f}" if a is not None and b else "-"
+    label = f"{kind}: {name}"
+    print(f"{label:<22}{fmt(tput, '12.1f'):>12}{ratio(tput, ref[0] if ref else None):>7}"
+          f"{fmt(favg, '10.2f'):>10}{fmt(fmax, '10.1f'):>10}"
+          f"{ratio(fmax, ref[2] if ref else None):>10}{fmt(iops, '10.0f'):>10}"
+          f"{ratio(iops, ref[3] if ref else None):>7}")
+PY

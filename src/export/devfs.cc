@@ -1,0 +1,190 @@
+// devfs: every active device as a regular file, so the kernel (a loop device, mkfs, qemu-img)
+// can use it.
+//
+// Theory. The FUSE low-level API serves a DevfsTree that mirrors a DeviceRegistry: the
+// registry's listener adds and removes nodes and tells the kernel to drop dentries it may
+// hold (notify_inval_entry on add, for a negative dentry; notify_delete on removal). File
+// I/O maps 1:1 onto the device through a ByteRangeIo:
+//
+//   READ            -> Read (clipped at the end; unaligned ranges through a bounce buffer)
+//   WRITE           -> Write (unaligned ranges by read-modify-write; ENOSPC past the end)
+//   FSYNC           -> Flush (the device's flush is global: it covers every open file)
+//   FALLOCATE       -> PUNCH_HOLE: WriteZeroes(may_unmap); ZERO_RANGE: WriteZeroes(keep);
+//                      plain allocation inside the size: nothing to do
+//   LSEEK DATA/HOLE -> QueryAllocation
+//   FLUSH (close)   -> nothing: close() does not promise durability
+//
+// A file's size is the device's size, st_blksize its physical block size (losetup's default
+// sector size). Files cannot be created, renamed, truncated or resized.
+//
+// Data path and caches. The device is the cache: the kernel's writeback cache is off, and
+// by default every open is FOPEN_DIRECT_IO, so no page cache sits between the kernel and the
+// device and a device written through NBD at the same time stays coherent. A loop device
+// with direct I/O on submits asynchronous direct I/O; the kernel turns it into background
+// FUSE requests, up to max_background in flight (raised from the kernel's 12, which would
+// cap the loop's queue depth). Requests are served by a multi-threaded libfuse loop with one
+// cloned /dev/fuse fd per thread; each thread reads a request and answers it itself, so
+// there is no hand-off between threads on the I/O path.
+//
+// Lifecycle. Mount() mounts, starts the loop thread and waits until a stat of the mount
+// point is answered (the kernel's INIT handshake is done). Unmount() is a plain umount(2):
+// EBUSY while files are open (a bound loop device), so a clean unmount never breaks a user.
+// The destructor, if still mounted, aborts the FUSE connection (umount MNT_FORCE) and
+// detaches lazily, so a loop device left bound sees I/O errors rather than a hang.
+//
+// Locking: the tree has its own mutex (namespace operations only); the I/O path takes no
+// devfs lock (ByteRangeIo takes a shared lock). notify_mu_ orders registry notifications
+// against teardown so a notification never reaches a destroyed session.
+#include "export/devfs.h"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "export/devfs_impl.h"
+
+namespace volstack::exportfs {
+
+std::string DefaultDevfsDir(const std::string& state_dir) {
+  std::string dir = state_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (dir == "/var/lib/volstack") return "/run/volstack/dev";
+  return dir + "/dev";
+}
+
+int FuseErrno(const Status& status) {
+  if (status.ok()) return 0;
+  if (status.code() == EUCLEAN) return EIO;
+  return status.code();
+}
+
+Result<std::unique_ptr<Devfs>> Devfs::Mount(const std::string& dir, bdev::DeviceRegistry& registry,
+                                            const DevfsOptions& options) {
+  auto impl = std::make_unique<Impl>(dir, registry, options);
+  VS_RETURN_IF_ERROR(impl->Start());
+  return std::unique_ptr<Devfs>(new Devfs(std::move(impl)));
+}
+
+Devfs::Devfs(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Devfs::~Devfs() = default;
+Status Devfs::Unmount() { return impl_->Unmount(); }
+const std::string& Devfs::dir() const { return impl_->dir_; }
+size_t Devfs::node_count() const { return impl_->tree_.node_count(); }
+
+Status Devfs::Impl::Start() {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) return Status::FromErrno(ec.value(), "devfs: mkdir " + dir_ + ": " + ec.message());
+
+  std::string opts = "fsname=volstack,subtype=volstack,default_permissions";
+  opts += ",max_read=" + std::to_string(options_.max_write);
+  if (options_.allow_other) opts += ",allow_other";
+  std::vector<std::string> argv_s = {"volstack-devfs", "-o", opts};
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  session_ = fuse_session_new(&args, &Ops(), sizeof(fuse_lowlevel_ops), this);
+  if (session_ == nullptr) return Status::IoError("devfs: cannot create the FUSE session");
+
+  // Mirror the registry: subscribe first, then add what is there, so nothing is missed.
+  listener_id_ = registry_.Subscribe([this](bdev::DeviceRegistry::Change c, const std::string& n,
+                                            const bdev::BlockDevicePtr& d) { OnChange(c, n, d); });
+  for (const auto& [name, device] : registry_.List()) {
+    tree_.Add(name, device).IgnoreError();  // EEXIST: the listener was first
+  }
+
+  if (fuse_session_mount(session_, dir_.c_str()) != 0) {
+    return Status::IoError("devfs: cannot mount FUSE on " + dir_);
+  }
+  mounted_ = true;
+  {
+    std::lock_guard lock(notify_mu_);
+    live_ = true;
+  }
+  loop_thread_ = std::thread([this] {
+    fuse_loop_config* config = fuse_loop_cfg_create();
+    fuse_loop_cfg_set_clone_fd(config, options_.clone_fd ? 1 : 0);
+    fuse_loop_cfg_set_max_threads(config, options_.max_threads);
+    fuse_loop_cfg_set_idle_threads(config, options_.max_threads);
+    fuse_session_loop_mt(session_, config);
+    fuse_loop_cfg_destroy(config);
+  });
+  // The first stat is answered only after INIT: from here on the mount works.
+  struct stat st;
+  if (::stat(dir_.c_str(), &st) != 0) return ErrnoStatus("devfs: stat " + dir_);
+  return Status::Ok();
+}
+
+void Devfs::Impl::OnChange(bdev::DeviceRegistry::Change change, const std::string& name,
+                           const bdev::BlockDevicePtr& device) {
+  std::vector<DevfsTree::Entry> entries;
+  if (change == bdev::DeviceRegistry::Change::kAdded) {
+    auto added = tree_.Add(name, device);
+    if (added.ok() && added->has_value()) entries.push_back(**added);
+  } else {
+    auto removed = tree_.Remove(name);
+    if (removed.ok()) entries = std::move(*removed);
+  }
+  std::lock_guard lock(notify_mu_);
+  if (!live_) return;
+  for (const auto& e : entries) {
+    // Errors (ENOENT: the kernel held no dentry) are expected and harmless.
+    if (change == bdev::DeviceRegistry::Change::kAdded) {
+      fuse_lowlevel_notify_inval_entry(session_, e.parent, e.name.c_str(), e.name.size());
+    } else {
+      fuse_lowlevel_notify_delete(session_, e.parent, e.ino, e.name.c_str(), e.name.size());
+    }
+  }
+}
+
+Status Devfs::Impl::Unmount() {
+  if (!mounted_) return Status::Ok();
+  if (::umount2(dir_.c_str(), 0) != 0) {
+    const int err = errno;
+    if (err == EBUSY) {
+      return Status::Busy("devfs: " + dir_ +
+                          " is busy (a file is open or bound to a loop "
+                          "device; detach it first)");
+    }
+    return Status::FromErrno(err, "devfs: umount " + dir_);
+  }
+  mounted_ = false;
+  Join();
+  return Status::Ok();
+}
+
+void Devfs::Impl::ForceStop() {
+  if (mounted_) {
+    // MNT_FORCE aborts the FUSE connection first (fuse_umount_begin), even when the
+    // unmount itself fails because files are open: the serving threads then see ENODEV and
+    // open files see errors instead of hanging. MNT_DETACH then takes the mount away.
+    if (::umount2(dir_.c_str(), MNT_FORCE) != 0) ::umount2(dir_.c_str(), MNT_DETACH);
+    mounted_ = false;
+  }
+  Join();
+}
+
+void Devfs::Impl::Join() {
+  {
+    std::lock_guard lock(notify_mu_);
+    live_ = false;
+  }
+  if (listener_id_ != 0) {
+    registry_.Unsubscribe(listener_id_);
+    listener_id_ = 0;
+  }
+  if (loop_thread_.joinable()) loop_thread_.join();
+  if (session_ != nullptr) {
+    fuse_session_unmount(session_);  // the mount is gone: only closes the fd
+    fuse_session_destroy(session_);
+    session_ = nullptr;
+  }
+}
+
+Devfs::Impl::~Impl() { ForceStop(); }
+
+}  // namespace volstack::exportfs

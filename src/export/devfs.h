@@ -1,0 +1,71 @@
+// Devfs: a FUSE filesystem with one regular file per active device of a DeviceRegistry
+// (device "trunk/funk" is <mount>/trunk/funk). Theory and the request mapping are in
+// devfs.cc.
+//
+// Threads: Mount() starts the FUSE session on threads of its own and returns once the
+// kernel has completed the handshake (a stat of the mount point succeeds). Unmount() and
+// the destructor may be called from any thread except a FUSE request thread. The registry
+// must outlive the Devfs; devices added to or removed from it show up at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "bdev/device_registry.h"
+#include "util/result.h"
+
+namespace volstack::exportfs {
+
+struct DevfsOptions {
+  // FOPEN_DIRECT_IO on every open: no page cache between the kernel and the device (the
+  // device is the cache, and the same device may also be written through NBD). Off: the
+  // kernel page cache is used, except for opens with O_DIRECT.
+  bool direct_io = true;
+  // Threads serving requests (libfuse's max_threads) and one /dev/fuse fd per thread.
+  unsigned max_threads = 16;
+  bool clone_fd = true;
+  // The kernel's limit of asynchronous requests in flight (async direct I/O from a loop
+  // device, readahead). The kernel default, 12, caps a loop device's queue depth.
+  unsigned max_background = 256;
+  unsigned congestion_threshold = 192;
+  // Largest WRITE the kernel sends (libfuse caps it at 1 MiB).
+  uint32_t max_write = 1u << 20;
+  bool splice = false;
+  // Other users may open files (subject to the files' modes, which are root-only).
+  bool allow_other = true;
+  // Seconds the kernel may cache names and attributes.
+  double attr_timeout = 1.0;
+};
+
+class Devfs {
+ public:
+  // Mounts devfs on `dir` (created if missing) serving `registry`.
+  static Result<std::unique_ptr<Devfs>> Mount(const std::string& dir,
+                                              bdev::DeviceRegistry& registry,
+                                              const DevfsOptions& options = {});
+  // Unmounts (lazily and by aborting the connection if files are still open) and stops.
+  ~Devfs();
+  Devfs(const Devfs&) = delete;
+  Devfs& operator=(const Devfs&) = delete;
+
+  // Clean unmount: EBUSY (and still mounted and serving) while a file is open, e.g. bound
+  // to a loop device. After success the destructor has nothing left to do.
+  Status Unmount();
+
+  const std::string& dir() const;
+  // Inodes held (tests: they fall back to the root once the kernel forgets removed ones).
+  size_t node_count() const;
+
+  class Impl;
+
+ private:
+  explicit Devfs(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The default mount point: /run/volstack/dev for the default state dir, <state_dir>/dev for
+// any other, so test stacks never collide.
+std::string DefaultDevfsDir(const std::string& state_dir);
+
+}  // namespace volstack::exportfs

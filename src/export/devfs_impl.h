@@ -1,0 +1,63 @@
+// Devfs internals shared by devfs.cc (session lifecycle) and devfs_ops.cc (the FUSE request
+// handlers). Not part of the public API.
+#pragma once
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "export/devfs.h"
+#include "export/devfs_tree.h"
+
+namespace volstack::exportfs {
+
+class Devfs::Impl {
+ public:
+  Impl(std::string dir, bdev::DeviceRegistry& registry, const DevfsOptions& options)
+      : dir_(std::move(dir)), registry_(registry), options_(options) {}
+  ~Impl();
+
+  Status Start();
+  Status Unmount();
+  // Lazy unmount + connection abort: used when a clean unmount is impossible.
+  void ForceStop();
+
+  // Registry listener: mirrors a change into the tree and invalidates kernel dentries.
+  void OnChange(bdev::DeviceRegistry::Change change, const std::string& name,
+                const bdev::BlockDevicePtr& device);
+
+  static const fuse_lowlevel_ops& Ops();  // devfs_ops.cc
+
+  const std::string dir_;
+  bdev::DeviceRegistry& registry_;
+  const DevfsOptions options_;
+  DevfsTree tree_;
+
+ private:
+  // Stops the loop thread and frees the session; the mount must already be gone or
+  // detached.
+  void Join();
+
+  fuse_session* session_ = nullptr;
+  std::thread loop_thread_;
+  int listener_id_ = 0;
+  std::mutex notify_mu_;  // orders notifications against teardown
+  bool live_ = false;     // GUARDED_BY(notify_mu_): session can take notifications
+  bool mounted_ = false;
+};
+
+// An open file: the device's I/O object, held for as long as the file is open.
+struct DevfsHandle {
+  std::shared_ptr<ByteRangeIo> io;
+  bool writable = false;
+};
+
+// errno for FUSE from a Status (Corruption reads as EIO to programs).
+int FuseErrno(const Status& status);
+
+}  // namespace volstack::exportfs

@@ -1,0 +1,79 @@
+// One NBD client connection: the option haggling (nbd_handshake.cc), then the transmission
+// phase (nbd_connection.cc).
+//
+// Threads: Run() is called once, on the connection's own thread; it serves requests on that
+// thread and threads_per_connection - 1 more, and returns when the client disconnects or
+// Shutdown() is called (from any thread).
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bdev/device_registry.h"
+#include "export/byte_range_io.h"
+#include "export/nbd/nbd_protocol.h"
+#include "export/nbd/nbd_server.h"
+
+namespace volstack::exportfs::nbd {
+
+class Connection {
+ public:
+  Connection(int fd, bdev::DeviceRegistry& exports, const NbdServerOptions& options)
+      : fd_(fd), exports_(exports), options_(options) {}
+  ~Connection();
+
+  void Run();
+  // Unblocks every thread of the connection (shutdown(2)); Run() then returns.
+  void Shutdown();
+
+ private:
+  void RunPhases();
+
+  // --- handshake (nbd_handshake.cc) ---
+  // OK and true: enter transmission with export_; OK and false: the client ended politely.
+  Result<bool> Handshake();
+  Status HandleInfo(uint32_t option, std::span<const uint8_t> data, bool* go);
+  Status HandleMetaContext(uint32_t option, std::span<const uint8_t> data);
+  Status HandleExportName(std::span<const uint8_t> data, bool* go);
+  Status SendOptionReply(uint32_t option, uint32_t type, std::span<const uint8_t> data = {});
+  Status SendOptionError(uint32_t option, uint32_t type, const std::string& message);
+  // The export for `name` ("" = the only one), or nullptr.
+  bdev::BlockDevicePtr FindExport(const std::string& name) const;
+  uint16_t TransmissionFlags(const bdev::BlockDevice& device) const;
+  bool ReadOnly(const bdev::BlockDevice& device) const;
+
+  // --- transmission (nbd_connection.cc) ---
+  void ServeRequests();
+  // Executes one request and sends its reply. `payload` holds a WRITE's data.
+  void Execute(const Request& req, std::vector<uint8_t>& buf);
+  Status CheckRequest(const Request& req) const;  // flags, range, size
+  void ReplySimple(uint64_t cookie, uint32_t error, std::span<const uint8_t> data = {});
+  void ReplyRead(uint64_t cookie, uint64_t offset, std::span<const uint8_t> data);
+  void ReplyError(const Request& req, const Status& status);
+  void ReplyBlockStatus(const Request& req);
+  void Send(struct iovec* iov, int count);
+
+  const int fd_;
+  bdev::DeviceRegistry& exports_;
+  const NbdServerOptions& options_;
+
+  // Negotiated state (handshake thread only, read-only afterwards).
+  bool no_zeroes_ = false;
+  bool structured_ = false;
+  bool meta_allocation_ = false;
+  std::string meta_export_;
+  static constexpr uint32_t kAllocationContextId = 1;
+  std::shared_ptr<ByteRangeIo> io_;
+  bool read_only_ = false;
+
+  std::mutex read_mu_;   // one thread reads a request (header + payload) at a time
+  std::mutex write_mu_;  // one reply on the wire at a time
+  std::atomic<bool> closing_{false};
+};
+
+}  // namespace volstack::exportfs::nbd

@@ -1,0 +1,139 @@
+// The NBD server: volstack devices for NBD clients (qemu-img, nbdcopy, nbdinfo, fio).
+//
+// Theory. The server listens on a Unix socket or a TCP address (127.0.0.1 unless told
+// otherwise). An accept thread takes connections; each gets a thread that runs the
+// fixed-newstyle handshake (nbd_handshake.cc) and then serves requests
+// (nbd_connection.cc). Export name = device name in the registry.
+//
+// Handshake: NBDMAGIC/IHAVEOPT with FIXED_NEWSTYLE|NO_ZEROES; options EXPORT_NAME, ABORT,
+// LIST, INFO, GO (INFO_EXPORT, INFO_BLOCK_SIZE always: minimum = logical block, preferred =
+// physical block, maximum = max_payload; INFO_NAME when asked), STRUCTURED_REPLY,
+// LIST/SET_META_CONTEXT (base:allocation only); everything else ERR_UNSUP, after which the
+// next option is read as usual. Malformed option bodies get ERR_INVALID; a bad magic or
+// unknown client flag ends the connection. A 30 s receive timeout bounds a silent client.
+//
+// Transmission: every connection runs threads_per_connection threads. Each takes the read
+// lock, reads one request (header and WRITE payload), releases it, executes the request on
+// the device through a ByteRangeIo and sends the reply under the write lock. So requests
+// are served out of order, replies never interleave, and there is no queue or hand-off
+// between threads. READ replies are one OFFSET_DATA chunk (structured) or a simple reply;
+// BLOCK_STATUS is one chunk from the device's allocation query (hole = HOLE|ZERO).
+//
+// Errors: a Status becomes a wire error only here (WireError): read-only -> EPERM; beyond
+// the end -> EINVAL for reads, trims and block status, ENOSPC for writes and zeroes;
+// unknown commands or flags, oversized requests -> EINVAL; FAST_ZERO without native zeroing
+// -> ENOTSUP. A write larger than the maximum is drained and refused (beyond 64 MiB the
+// client is dropped, as the stream cannot be trusted).
+//
+// Durability: FLUSH is the device's Flush, which covers every completed write from every
+// connection, hence CAN_MULTI_CONN. FUA writes are device FUA writes.
+//
+// Shutdown and failure: a client that vanishes ends its connection (the reader sees EOF,
+// in-flight replies fail quietly); the server goes on. Stop() shuts every socket down and
+// joins every thread. Finished connections are reaped by the accept loop.
+#include "export/nbd/nbd_server.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "export/nbd/nbd_connection.h"
+#include "export/nbd/nbd_socket.h"
+
+namespace volstack::exportfs::nbd {
+
+Result<std::unique_ptr<NbdServer>> NbdServer::Start(bdev::DeviceRegistry& exports,
+                                                    const NbdServerOptions& options) {
+  std::unique_ptr<NbdServer> server(new NbdServer(exports, options));
+  if (!options.socket_path.empty() && !options.bind.empty()) {
+    return Status::InvalidArgument("nbd: give a socket path or a bind address, not both");
+  }
+  if (!options.bind.empty()) {
+    uint16_t port = 0;
+    VS_ASSIGN_OR_RETURN(server->listen_fd_, ListenTcp(options.bind, &port));
+    server->address_ = options.bind.substr(0, options.bind.rfind(':')) + ":" + std::to_string(port);
+  } else {
+    if (options.socket_path.empty()) {
+      return Status::InvalidArgument("nbd: no socket path or bind address");
+    }
+    VS_ASSIGN_OR_RETURN(server->listen_fd_, ListenUnix(options.socket_path));
+    server->address_ = "unix:" + options.socket_path;
+  }
+  server->wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (server->wake_fd_ < 0) return ErrnoStatus("eventfd");
+  server->accept_thread_ = std::thread([s = server.get()] { s->AcceptLoop(); });
+  return server;
+}
+
+NbdServer::~NbdServer() {
+  Stop();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  if (!options_.socket_path.empty()) ::unlink(options_.socket_path.c_str());
+}
+
+void NbdServer::Stop() {
+  if (stopping_.exchange(true)) {
+    if (accept_thread_.joinable()) accept_thread_.join();
+    return;
+  }
+  if (wake_fd_ >= 0) {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+  }
+  if (accept_thread_.joinable()) accept_thread_.join();
+  std::lock_guard lock(mu_);
+  for (auto& c : clients_) c.conn->Shutdown();
+  ReapLocked(/*all=*/true);
+}
+
+size_t NbdServer::active_connections() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& c : clients_) n += c.done->load() ? 0 : 1;
+  return n;
+}
+
+void NbdServer::ReapLocked(bool all) {
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if (all || it->done->load()) {
+      if (it->thread.joinable()) it->thread.join();
+      it = clients_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void NbdServer::AcceptLoop() {
+  while (!stopping_) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    const int r = ::poll(fds, 2, 500);
+    {
+      std::lock_guard lock(mu_);
+      ReapLocked(false);
+    }
+    if (r <= 0 || !(fds[0].revents & POLLIN)) continue;
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // fails on Unix: fine
+    std::lock_guard lock(mu_);
+    if (clients_.size() >= options_.max_connections || stopping_) {
+      ::close(fd);
+      continue;
+    }
+    auto conn = std::make_shared<Connection>(fd, exports_, options_);
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    clients_.push_back(Client{conn, std::thread([conn, done] {
+                                conn->Run();
+                                done->store(true);
+                              }),
+                              done});
+  }
+}
+
+}  // namespace volstack::exportfs::nbd

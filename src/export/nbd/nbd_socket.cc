@@ -1,0 +1,122 @@
+#include "export/nbd/nbd_socket.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace volstack::exportfs::nbd {
+
+Status ReadFully(int fd, std::span<uint8_t> buf) {
+  size_t done = 0;
+  while (done < buf.size()) {
+    const ssize_t n = ::recv(fd, buf.data() + done, buf.size() - done, 0);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0) {
+      return Status::FromErrno(ECONNRESET, done == 0 ? "closed" : "peer vanished mid-message");
+    }
+    if (errno == EINTR) continue;
+    return ErrnoStatus("recv");
+  }
+  return Status::Ok();
+}
+
+Status Discard(int fd, uint64_t n) {
+  std::vector<uint8_t> sink(std::min<uint64_t>(n, 1 << 20));
+  while (n > 0) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(n, sink.size()));
+    VS_RETURN_IF_ERROR(ReadFully(fd, std::span(sink.data(), chunk)));
+    n -= chunk;
+  }
+  return Status::Ok();
+}
+
+Status WriteFully(int fd, struct iovec* iov, int count) {
+  while (count > 0) {
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(count);
+    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("send");
+    }
+    while (count > 0 && static_cast<size_t>(n) >= iov->iov_len) {
+      n -= static_cast<ssize_t>(iov->iov_len);
+      iov++;
+      count--;
+    }
+    if (count > 0) {
+      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + n;
+      iov->iov_len -= static_cast<size_t>(n);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<int> ListenTcp(const std::string& address, uint16_t* bound_port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) {
+    return Status::InvalidArgument("nbd: bind address '" + address + "' is not HOST:PORT");
+  }
+  std::string host = address.substr(0, colon);
+  const std::string port_s = address.substr(colon + 1);
+  if (host == "localhost") host = "127.0.0.1";
+  char* end = nullptr;
+  const unsigned long port = std::strtoul(port_s.c_str(), &end, 10);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  if (port_s.empty() || *end != '\0' || port > 65535 ||
+      ::inet_pton(AF_INET, host.c_str(), &sa.sin_addr) != 1) {
+    return Status::InvalidArgument("nbd: bad bind address '" + address + "'");
+  }
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoStatus("socket");
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 || ::listen(fd, 64) != 0) {
+    Status s = ErrnoStatus("nbd: bind " + address);
+    ::close(fd);
+    return s;
+  }
+  socklen_t len = sizeof(sa);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  if (bound_port != nullptr) *bound_port = ntohs(sa.sin_port);
+  return fd;
+}
+
+Result<int> ListenUnix(const std::string& path) {
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(sa.sun_path)) {
+    return Status::InvalidArgument("nbd: socket path '" + path + "' is empty or too long");
+  }
+  std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) return Status::Exists("nbd: " + path + " exists, not a socket");
+    ::unlink(path.c_str());  // stale
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoStatus("socket");
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
+      ::chmod(path.c_str(), 0600) != 0 || ::listen(fd, 64) != 0) {
+    Status s = ErrnoStatus("nbd: listen on " + path);
+    ::close(fd);
+    return s;
+  }
+  return fd;
+}
+
+}  // namespace volstack::exportfs::nbd
