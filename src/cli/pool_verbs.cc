@@ -1,10 +1,15 @@
+// The pool verb group: `volstack zpool ...` (pool_zpool_verbs.cc) and `volstack zfs ...`
+// (pool_zfs_verbs.cc). Shared state and helpers: pool_common.h.
 #include "cli/verbs.h"
 
 namespace volstack::cli {
 
+void RegisterZpoolVerbs(CLI::App& app, Context& ctx);
+void RegisterZfsVerbs(CLI::App& app, Context& ctx);
+
 void RegisterPoolVerbs(CLI::App& app, Context& ctx) {
-  AddReservedVerb(app, ctx, "zpool", "Manage storage pools (create, import, export, list, status)");
-  AddReservedVerb(app, ctx, "zfs", "Manage datasets and volumes of a pool");
+  RegisterZpoolVerbs(app, ctx);
+  RegisterZfsVerbs(app, ctx);
 }
 
 }  // namespace volstack::cli

@@ -1,0 +1,395 @@
+// zfs verbs for volumes: create -V, list, destroy, get, set, inherit. Output mimics zfs(8)
+// for the supported subset (the pool's root dataset shows as a filesystem; volstack does not
+// mount filesystems, so its mountpoint is "none").
+#include <algorithm>
+#include <cstdio>
+
+#include "cli/pool_common.h"
+#include "cli/verbs.h"
+#include "util/size.h"
+
+namespace volstack::cli {
+
+namespace {
+using poolcli::Bytes;
+
+std::string Canonical(const std::string& p) {
+  if (p == "avail") return "available";
+  if (p == "refer") return "referenced";
+  if (p == "refreserv") return "refreservation";
+  if (p == "volblock") return "volblocksize";
+  if (p == "rdonly") return "readonly";
+  return p;
+}
+
+bool IsBytesProp(const std::string& p) {
+  return p == "used" || p == "available" || p == "referenced" || p == "volsize" ||
+         p == "volblocksize" || p == "refreservation" || p == "usedbyrefreservation" ||
+         p == "logicalused";
+}
+
+std::string Value(const pool::DatasetInfo& d, const std::string& prop, bool parsable) {
+  const std::string p = Canonical(prop);
+  if (p == "name") return d.name;
+  auto it = d.props.find(p);
+  if (it == d.props.end()) return "-";
+  if (IsBytesProp(p)) {
+    const uint64_t v = std::strtoull(it->second.c_str(), nullptr, 10);
+    if (p == "refreservation" && v == 0 && !parsable) return "none";
+    return Bytes(v, parsable);
+  }
+  if (p == "creation" && !parsable) {
+    const time_t t = static_cast<time_t>(std::strtoull(it->second.c_str(), nullptr, 10));
+    char buf[64];
+    struct tm tm;
+    localtime_r(&t, &tm);
+    std::strftime(buf, sizeof buf, "%a %b %e %H:%M %Y", &tm);
+    return buf;
+  }
+  return it->second;
+}
+
+std::string Source(const pool::DatasetInfo& d, const std::string& prop) {
+  const std::string p = Canonical(prop);
+  if (std::find(d.local.begin(), d.local.end(), p) != d.local.end()) return "local";
+  if (p == "volsize") return d.type == "volume" ? "local" : "-";
+  if (p == "readonly" || p == "sync" || p == "checksum" || p == "compression" ||
+      p == "refreservation" || p == "volblocksize") {
+    return "default";
+  }
+  return "-";
+}
+
+const std::vector<std::string> kVolumeGetAll = {"type",
+                                                "creation",
+                                                "used",
+                                                "available",
+                                                "referenced",
+                                                "compression",
+                                                "readonly",
+                                                "volsize",
+                                                "volblocksize",
+                                                "checksum",
+                                                "sync",
+                                                "refreservation",
+                                                "usedbyrefreservation",
+                                                "guid",
+                                                "createtxg"};
+
+// Opens the pool that holds dataset `name`.
+Result<std::shared_ptr<pool::Pool>> PoolOf(Context& ctx, const std::string& name, bool read_only) {
+  return poolcli::OpenPool(ctx, name.substr(0, name.find('/')), read_only);
+}
+
+int ZfsCreate(Context& ctx, const std::string& volsize, bool sparse, const std::string& vbs,
+              const std::vector<std::string>& opts, const std::string& name) {
+  if (volsize.empty()) {
+    return ReportUsage("zfs create: only volumes are supported: give -V SIZE");
+  }
+  pool::VolumeOptions vo;
+  vo.sparse = sparse;
+  auto size = ParseSize(volsize);
+  if (!size.ok()) return ReportUsage("zfs create: bad volume size '" + volsize + "'");
+  vo.volsize = *size;
+  if (!vbs.empty()) {
+    auto b = ParseSize(vbs);
+    if (!b.ok()) return ReportUsage("zfs create: bad volume block size '" + vbs + "'");
+    vo.volblocksize = static_cast<uint32_t>(std::min<uint64_t>(*b, UINT32_MAX));
+  }
+  for (const auto& s : opts) {
+    auto kv = poolcli::SplitProp(s);
+    if (!kv.ok()) return ReportUsage("zfs create: " + kv.status().message());
+    if (kv->first == "volblocksize") {
+      auto b = ParseSize(kv->second);
+      if (!b.ok()) return ReportUsage("zfs create: bad volume block size '" + kv->second + "'");
+      vo.volblocksize = static_cast<uint32_t>(std::min<uint64_t>(*b, UINT32_MAX));
+    } else {
+      vo.props[kv->first] = kv->second;
+    }
+  }
+  if (vo.volblocksize < 4096 || vo.volblocksize > 131072 ||
+      (vo.volblocksize & (vo.volblocksize - 1)) != 0) {
+    return ReportUsage("zfs create: 'volblocksize' must be power of 2 from 4K to 128K");
+  }
+  if (vo.volsize == 0 || vo.volsize % vo.volblocksize != 0) {
+    return ReportUsage("zfs create: 'volsize' must be a non-zero multiple of volblocksize (" +
+                       std::to_string(vo.volblocksize) + ")");
+  }
+  if (Status st = pool::ValidateDatasetName(name); !st.ok()) {
+    if (st.code() == EINVAL) return ReportUsage("zfs create: " + st.message());
+    return ReportFailure(st);
+  }
+  auto p = PoolOf(ctx, name, false);
+  if (!p.ok()) return ReportFailure(p.status());
+  auto d = (*p)->CreateVolume(name, vo);
+  if (!d.ok()) {
+    if (d.status().code() == EINVAL) return ReportUsage("zfs create: " + d.status().message());
+    return ReportFailure(d.status());
+  }
+  return kExitOk;
+}
+
+struct ListArgs {
+  bool scripted = false, parsable = false, recursive = false;
+  std::string cols, types;
+  std::vector<std::string> names;
+};
+
+int ZfsList(Context& ctx, const ListArgs& a) {
+  std::vector<std::string> cols =
+      a.cols.empty() ? std::vector<std::string>{"name", "used", "avail", "refer", "mountpoint"}
+                     : poolcli::SplitComma(a.cols);
+  std::vector<std::string> types = a.types.empty() || a.types == "all"
+                                       ? std::vector<std::string>{"filesystem", "volume"}
+                                       : poolcli::SplitComma(a.types);
+  for (auto& t : types) {
+    if (t == "vol") t = "volume";
+    if (t == "fs") t = "filesystem";
+    if (t != "volume" && t != "filesystem" && t != "snapshot" && t != "snap" && t != "bookmark") {
+      return ReportUsage("zfs list: invalid type '" + t + "'");
+    }
+  }
+  auto pools = poolcli::ReadCache(ctx);
+  if (!pools.ok()) return ReportFailure(pools.status());
+  std::vector<std::string> headers;
+  std::vector<bool> right;
+  for (auto& c : cols) {
+    std::string h = c == "available" ? "avail" : c == "referenced" ? "refer" : c;
+    std::transform(h.begin(), h.end(), h.begin(), ::toupper);
+    headers.push_back(h);
+    right.push_back(IsBytesProp(Canonical(c)));
+  }
+  poolcli::Table t(headers, right);
+  int rc = kExitOk;
+  size_t rows = 0;
+  for (const auto& n : a.names) {
+    if (std::none_of(pools->begin(), pools->end(), [&](const poolcli::CachedPool& c) {
+          return c.name == n.substr(0, n.find('/'));
+        })) {
+      rc = ReportFailure(Status::NotFound("cannot open '" + n + "': dataset does not exist"));
+    }
+  }
+  for (const auto& c : *pools) {
+    bool wanted = a.names.empty();
+    for (const auto& n : a.names) wanted |= n.substr(0, n.find('/')) == c.name;
+    if (!wanted) continue;
+    auto p = poolcli::OpenPool(ctx, c.name, true);
+    if (!p.ok()) {
+      rc = ReportFailure(p.status());
+      continue;
+    }
+    auto all = (*p)->ListDatasets();
+    for (const auto& n : a.names) {
+      if (n.substr(0, n.find('/')) != c.name) continue;
+      if (std::none_of(all.begin(), all.end(),
+                       [&](const pool::DatasetInfo& d) { return d.name == n; })) {
+        rc = ReportFailure(Status::NotFound("cannot open '" + n + "': dataset does not exist"));
+      }
+    }
+    for (auto& d : all) {
+      if (std::find(types.begin(), types.end(), d.type) == types.end()) continue;
+      if (!a.names.empty()) {
+        bool hit = false;
+        for (const auto& n : a.names) {
+          hit |= d.name == n || (a.recursive && d.name.rfind(n + "/", 0) == 0);
+        }
+        if (!hit) continue;
+      }
+      std::vector<std::string> row;
+      for (auto& col : cols) row.push_back(Value(d, col, a.parsable));
+      t.AddRow(row);
+      rows++;
+    }
+  }
+  if (rows == 0 && a.names.empty()) {
+    std::printf("no datasets available\n");
+    return rc;
+  }
+  if (rows > 0) t.Print(a.scripted);
+  return rc;
+}
+
+int ZfsDestroy(Context& ctx, const std::string& name, bool recursive) {
+  if (name.find('/') == std::string::npos) {
+    auto p = poolcli::OpenPool(ctx, name);
+    if (!p.ok()) return ReportFailure(p.status());
+    if (!recursive) {
+      std::fprintf(stderr,
+                   "volstack: cannot destroy '%s': operation does not apply to pools\n"
+                   "use 'zfs destroy -r %s' to destroy all datasets in the pool\n"
+                   "use 'zpool destroy %s' to destroy the pool itself\n",
+                   name.c_str(), name.c_str(), name.c_str());
+      return kExitFailure;
+    }
+    for (auto& d : (*p)->ListDatasets()) {
+      if (d.type != "volume") continue;
+      if (Status st = (*p)->DestroyVolume(d.name); !st.ok()) return ReportFailure(st);
+    }
+    return kExitOk;
+  }
+  auto p = PoolOf(ctx, name, false);
+  if (!p.ok()) return ReportFailure(p.status());
+  if (Status st = (*p)->DestroyVolume(name); !st.ok()) return ReportFailure(st);
+  return kExitOk;
+}
+
+int ZfsGet(Context& ctx, bool scripted, bool parsable, const std::string& fields,
+           const std::string& props, const std::vector<std::string>& names) {
+  std::vector<std::string> cols =
+      fields.empty() ? std::vector<std::string>{"name", "property", "value", "source"}
+                     : poolcli::SplitComma(fields);
+  std::vector<std::string> headers;
+  for (auto& c : cols) {
+    if (c != "name" && c != "property" && c != "value" && c != "source") {
+      return ReportUsage("zfs get: invalid field '" + c + "'");
+    }
+    std::string h = c;
+    std::transform(h.begin(), h.end(), h.begin(), ::toupper);
+    headers.push_back(h);
+  }
+  std::vector<std::string> targets = names;
+  if (targets.empty()) {
+    auto pools = poolcli::ReadCache(ctx);
+    if (!pools.ok()) return ReportFailure(pools.status());
+    for (auto& c : *pools) {
+      auto p = poolcli::OpenPool(ctx, c.name, true);
+      if (!p.ok()) continue;
+      for (auto& d : (*p)->ListDatasets()) targets.push_back(d.name);
+    }
+  }
+  poolcli::Table t(headers, std::vector<bool>(cols.size(), false));
+  for (const auto& n : targets) {
+    auto p = PoolOf(ctx, n, true);
+    if (!p.ok()) return ReportFailure(p.status());
+    auto d = (*p)->GetDataset(n);
+    if (!d.ok()) return ReportFailure(d.status());
+    std::vector<std::string> want;
+    if (props == "all") {
+      want = kVolumeGetAll;
+      if (d->type != "volume") {
+        want = {"type",       "creation",    "used",     "available", "referenced",
+                "mountpoint", "compression", "readonly", "checksum",  "guid"};
+      }
+      for (auto& [k, v] : d->props) {
+        if (k.find(':') != std::string::npos) want.push_back(k);
+      }
+    } else {
+      want = poolcli::SplitComma(props);
+    }
+    for (const auto& prop : want) {
+      std::vector<std::string> row;
+      for (auto& c : cols) {
+        if (c == "name")
+          row.push_back(n);
+        else if (c == "property")
+          row.push_back(prop);
+        else if (c == "value")
+          row.push_back(Value(*d, prop, parsable));
+        else
+          row.push_back(Value(*d, prop, true) == "-" ? "-" : Source(*d, prop));
+      }
+      t.AddRow(row);
+    }
+  }
+  t.Print(scripted);
+  return kExitOk;
+}
+
+int ZfsSet(Context& ctx, const std::vector<std::string>& args) {
+  if (args.size() < 2) return ReportUsage("zfs set: expected property=value ... dataset");
+  const std::string name = args.back();
+  std::vector<std::pair<std::string, std::string>> kvs;
+  for (size_t i = 0; i + 1 < args.size(); i++) {
+    auto kv = poolcli::SplitProp(args[i]);
+    if (!kv.ok()) return ReportUsage("zfs set: " + kv.status().message());
+    kvs.push_back(*kv);
+  }
+  auto p = PoolOf(ctx, name, false);
+  if (!p.ok()) return ReportFailure(p.status());
+  for (auto& [k, v] : kvs) {
+    Status st = (*p)->SetProperty(name, Canonical(k), v);
+    if (st.code() == EINVAL)
+      return ReportUsage("zfs set: cannot set property for '" + name + "': " + st.message());
+    if (!st.ok()) return ReportFailure(st.WithContext("cannot set property for '" + name + "'"));
+  }
+  return kExitOk;
+}
+
+int ZfsInherit(Context& ctx, const std::string& prop, const std::string& name) {
+  auto p = PoolOf(ctx, name, false);
+  if (!p.ok()) return ReportFailure(p.status());
+  Status st = (*p)->InheritProperty(name, Canonical(prop));
+  if (st.code() == EINVAL) return ReportUsage("zfs inherit: " + st.message());
+  if (!st.ok()) return ReportFailure(st);
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterZfsVerbs(CLI::App& app, Context& ctx) {
+  CLI::App* zfs = app.add_subcommand("zfs", "Manage datasets and volumes of a pool");
+  zfs->require_subcommand(1);
+  {
+    auto volsize = std::make_shared<std::string>(), vbs = std::make_shared<std::string>();
+    auto sparse = std::make_shared<bool>(false);
+    auto opts = std::make_shared<std::vector<std::string>>();
+    auto name = std::make_shared<std::string>();
+    auto* c = AddVerb(*zfs, ctx, "create", "Create a volume: zfs create -V SIZE pool/vol",
+                      [&ctx, volsize, sparse, vbs, opts, name] {
+                        return ZfsCreate(ctx, *volsize, *sparse, *vbs, *opts, *name);
+                      });
+    c->add_option("-V", *volsize, "Volume size (K, M, G, T suffixes)");
+    c->add_flag("-s", *sparse, "Sparse: no reservation");
+    c->add_option("-b", *vbs, "volblocksize (4K..128K, default 16K)");
+    c->add_option("-o", *opts, "property=value")->allow_extra_args(false);
+    c->add_option("dataset", *name, "pool/volume")->required();
+  }
+  {
+    auto a = std::make_shared<ListArgs>();
+    auto* c = AddVerb(*zfs, ctx, "list", "List datasets", [&ctx, a] { return ZfsList(ctx, *a); });
+    c->add_flag("-H", a->scripted, "Scripted mode");
+    c->add_flag("-p", a->parsable, "Exact numbers");
+    c->add_flag("-r", a->recursive, "Include children");
+    c->add_option("-o", a->cols, "Columns");
+    c->add_option("-t", a->types, "Types (filesystem,volume,all)");
+    c->add_option("datasets", a->names, "Datasets");
+  }
+  {
+    auto name = std::make_shared<std::string>();
+    auto recursive = std::make_shared<bool>(false), force = std::make_shared<bool>(false);
+    auto* c = AddVerb(*zfs, ctx, "destroy", "Destroy a volume",
+                      [&ctx, name, recursive] { return ZfsDestroy(ctx, *name, *recursive); });
+    c->add_flag("-r", *recursive, "Destroy children");
+    c->add_flag("-f", *force, "Force (accepted for compatibility)");
+    c->add_option("dataset", *name, "Dataset")->required();
+  }
+  {
+    auto scripted = std::make_shared<bool>(false), parsable = std::make_shared<bool>(false);
+    auto fields = std::make_shared<std::string>(), props = std::make_shared<std::string>();
+    auto names = std::make_shared<std::vector<std::string>>();
+    auto* c = AddVerb(*zfs, ctx, "get", "Get dataset properties",
+                      [&ctx, scripted, parsable, fields, props, names] {
+                        return ZfsGet(ctx, *scripted, *parsable, *fields, *props, *names);
+                      });
+    c->add_flag("-H", *scripted, "Scripted mode");
+    c->add_flag("-p", *parsable, "Exact numbers");
+    c->add_option("-o", *fields, "Fields (name,property,value,source)");
+    c->add_option("property", *props, "all or prop[,prop...]")->required();
+    c->add_option("datasets", *names, "Datasets");
+  }
+  {
+    auto args = std::make_shared<std::vector<std::string>>();
+    auto* c = AddVerb(*zfs, ctx, "set", "Set dataset properties",
+                      [&ctx, args] { return ZfsSet(ctx, *args); });
+    c->add_option("args", *args, "property=value ... dataset")->required();
+  }
+  {
+    auto prop = std::make_shared<std::string>(), name = std::make_shared<std::string>();
+    auto* c = AddVerb(*zfs, ctx, "inherit", "Clear a property (back to its default)",
+                      [&ctx, prop, name] { return ZfsInherit(ctx, *prop, *name); });
+    c->add_option("property", *prop, "Property")->required();
+    c->add_option("dataset", *name, "Dataset")->required();
+  }
+}
+
+}  // namespace volstack::cli

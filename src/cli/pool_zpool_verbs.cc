@@ -1,0 +1,479 @@
+// zpool verbs: create, list, status, export, import, destroy, get, set. Output mimics
+// zpool(8) for the supported subset; errors are one line and exit 1, bad arguments exit 2
+// before anything on disk changes.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "bdev/file_device.h"
+#include "cli/device_names.h"
+#include "cli/pool_common.h"
+#include "cli/verbs.h"
+
+namespace volstack::cli {
+
+namespace {
+using poolcli::Bytes;
+
+struct ListArgs {
+  bool scripted = false, parsable = false;
+  std::string cols;
+  std::vector<std::string> pools;
+};
+
+std::string PoolProp(const pool::PoolInfo& i, const std::string& prop, bool p) {
+  const uint64_t cap = i.size ? (i.allocated * 100 + i.size / 2) / i.size : 0;
+  if (prop == "name") return i.name;
+  if (prop == "size") return Bytes(i.size, p);
+  if (prop == "allocated" || prop == "alloc") return Bytes(i.allocated, p);
+  if (prop == "free") return Bytes(i.free, p);
+  if (prop == "capacity" || prop == "cap")
+    return p ? std::to_string(cap) : std::to_string(cap) + "%";
+  if (prop == "health") return i.health;
+  if (prop == "guid") return std::to_string(i.guid);
+  if (prop == "ashift") return std::to_string(i.ashift);
+  if (prop == "dedupratio" || prop == "dedup") return p ? "1.00" : "1.00x";
+  if (prop == "checkpoint" || prop == "ckpoint" || prop == "expandsize" || prop == "expandsz" ||
+      prop == "fragmentation" || prop == "frag" || prop == "altroot") {
+    return "-";
+  }
+  if (prop == "readonly") return "off";
+  if (prop == "txg") return std::to_string(i.txg);
+  if (auto it = i.props.find(prop); it != i.props.end()) return it->second;
+  return "-";
+}
+
+const std::vector<std::string> kPoolGetAll = {
+    "size",      "capacity", "altroot", "health",  "guid",       "dedupratio", "free",
+    "allocated", "readonly", "ashift",  "comment", "expandsize", "checkpoint", "fragmentation"};
+
+int ZpoolCreate(Context& ctx, bool force, const std::vector<std::string>& opts,
+                const std::string& name, const std::vector<std::string>& vdevs) {
+  pool::PoolCreateOptions o;
+  o.force = force;
+  for (const auto& s : opts) {
+    auto kv = poolcli::SplitProp(s);
+    if (!kv.ok()) return ReportUsage("zpool create: " + kv.status().message());
+    if (kv->first == "ashift") {
+      char* end = nullptr;
+      const long a = std::strtol(kv->second.c_str(), &end, 10);
+      if (kv->second.empty() || *end != '\0' || a < 9 || a > 16) {
+        return ReportUsage("zpool create: invalid ashift '" + kv->second + "': expected 9..16");
+      }
+      o.ashift = static_cast<uint32_t>(a);
+    } else if (kv->first == "comment" || kv->first.find(':') != std::string::npos) {
+      o.props[kv->first] = kv->second;
+    } else {
+      return ReportUsage("zpool create: property '" + kv->first + "' is not supported");
+    }
+  }
+  if (Status st = pool::ValidatePoolName(name); !st.ok()) {
+    return ReportUsage("zpool create: " + st.message());
+  }
+  auto cached = poolcli::FindCached(ctx, name);
+  if (!cached.ok()) return ReportFailure(cached.status());
+  if (cached->has_value()) {
+    return ReportFailure(Status::Exists("cannot create '" + name + "': pool already exists"));
+  }
+  std::vector<bdev::BlockDevicePtr> devs;
+  std::vector<std::string> names;
+  for (const auto& v : vdevs) {
+    auto d = OpenDeviceByName(ctx, v, false);
+    if (!d.ok()) return ReportFailure(d.status().WithContext("cannot create '" + name + "'"));
+    devs.push_back(*d);
+    names.push_back(poolcli::NormalizeVdevName(v));
+  }
+  auto p = pool::Pool::Create(name, devs, o);
+  if (!p.ok()) return ReportFailure(p.status().WithContext("cannot create '" + name + "'"));
+  if (Status st = (*p)->Close(); !st.ok()) return ReportFailure(st);
+  if (Status st = poolcli::AddToCache(ctx, {name, (*p)->guid(), names}); !st.ok()) {
+    return ReportFailure(st);
+  }
+  return kExitOk;
+}
+
+int ZpoolList(Context& ctx, const ListArgs& a) {
+  std::vector<std::string> cols =
+      a.cols.empty()
+          ? std::vector<std::string>{"name", "size", "alloc", "free",   "ckpoint", "expandsz",
+                                     "frag", "cap",  "dedup", "health", "altroot"}
+          : poolcli::SplitComma(a.cols);
+  auto pools = poolcli::ReadCache(ctx);
+  if (!pools.ok()) return ReportFailure(pools.status());
+  std::vector<std::string> headers;
+  std::vector<bool> right;
+  for (auto& c : cols) {
+    std::string h = c;
+    std::transform(h.begin(), h.end(), h.begin(), ::toupper);
+    headers.push_back(h);
+    right.push_back(c != "name" && c != "altroot" && c != "comment");
+  }
+  poolcli::Table t(headers, right);
+  int rc = kExitOk;
+  std::vector<std::string> wanted = a.pools;
+  for (const auto& w : wanted) {
+    if (std::none_of(pools->begin(), pools->end(),
+                     [&](const poolcli::CachedPool& c) { return c.name == w; })) {
+      rc = ReportFailure(Status::NotFound("cannot open '" + w + "': no such pool"));
+    }
+  }
+  for (const auto& c : *pools) {
+    if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), c.name) == wanted.end()) {
+      continue;
+    }
+    auto p = poolcli::OpenPool(ctx, c.name, true);
+    std::vector<std::string> row;
+    if (!p.ok()) {
+      pool::PoolInfo i;
+      i.name = c.name;
+      i.health = "UNAVAIL";
+      for (auto& col : cols)
+        row.push_back(col == "name" || col == "health" ? PoolProp(i, col, a.parsable) : "-");
+      std::fprintf(stderr, "volstack: %s\n", p.status().ToString().c_str());
+    } else {
+      auto info = (*p)->Info();
+      for (auto& col : cols) row.push_back(PoolProp(info, col, a.parsable));
+    }
+    t.AddRow(row);
+  }
+  if (pools->empty() && wanted.empty()) {
+    std::printf("no pools available\n");
+    return kExitOk;
+  }
+  t.Print(a.scripted);
+  return rc;
+}
+
+int ZpoolStatus(Context& ctx, const std::vector<std::string>& names) {
+  auto pools = poolcli::ReadCache(ctx);
+  if (!pools.ok()) return ReportFailure(pools.status());
+  if (pools->empty() && names.empty()) {
+    std::printf("no pools available\n");
+    return kExitOk;
+  }
+  int rc = kExitOk;
+  bool first = true;
+  for (const auto& c : *pools) {
+    if (!names.empty() && std::find(names.begin(), names.end(), c.name) == names.end()) continue;
+    if (!first) std::printf("\n");
+    first = false;
+    auto p = poolcli::OpenPool(ctx, c.name, true);
+    std::printf("  pool: %s\n", c.name.c_str());
+    if (!p.ok()) {
+      std::printf(" state: UNAVAIL\nstatus: %s\nconfig:\n\n", p.status().ToString().c_str());
+      size_t w = c.name.size();
+      for (auto& v : c.vdevs) w = std::max(w, v.size() + 2);
+      std::printf("\t%-*s  UNAVAIL\n", static_cast<int>(w), c.name.c_str());
+      for (auto& v : c.vdevs) std::printf("\t  %-*s  -\n", static_cast<int>(w - 2), v.c_str());
+      rc = kExitFailure;
+      continue;
+    }
+    auto info = (*p)->Info();
+    std::printf(" state: %s\nconfig:\n\n", info.health.c_str());
+    size_t w = std::max<size_t>(c.name.size(), 4);
+    for (auto& v : c.vdevs) w = std::max(w, v.size() + 2);
+    std::printf("\t%-*s  %-8s %5s %5s %5s\n", static_cast<int>(w), "NAME", "STATE", "READ", "WRITE",
+                "CKSUM");
+    std::printf("\t%-*s  %-8s %5d %5d %5d\n", static_cast<int>(w), c.name.c_str(),
+                info.health.c_str(), 0, 0, 0);
+    for (auto& v : c.vdevs) {
+      std::printf("\t  %-*s  %-8s %5d %5d %5d\n", static_cast<int>(w - 2), v.c_str(), "ONLINE", 0,
+                  0, 0);
+    }
+    std::printf("\nerrors: No known data errors\n");
+  }
+  for (const auto& n : names) {
+    if (std::none_of(pools->begin(), pools->end(),
+                     [&](const poolcli::CachedPool& c) { return c.name == n; })) {
+      rc = ReportFailure(Status::NotFound("cannot open '" + n + "': no such pool"));
+    }
+  }
+  return rc;
+}
+
+int ZpoolExportOrDestroy(Context& ctx, const std::string& name, bool destroy) {
+  auto p = poolcli::OpenPool(ctx, name);
+  if (!p.ok()) return ReportFailure(p.status());
+  Status st = destroy ? (*p)->Destroy() : (*p)->Export();
+  if (!st.ok()) return ReportFailure(st);
+  p->reset();
+  if (Status c = poolcli::RemoveFromCache(ctx, name); !c.ok()) return ReportFailure(c);
+  return kExitOk;
+}
+
+// Opens every regular file and block device directly in `dirs` read-only, for label reads.
+std::vector<std::pair<std::string, bdev::BlockDevicePtr>> ScanDirs(
+    const std::vector<std::string>& dirs) {
+  std::vector<std::pair<std::string, bdev::BlockDevicePtr>> out;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    std::vector<std::string> paths;
+    struct stat st;
+    if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+      paths.push_back(dir);
+    } else {
+      for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        paths.push_back(e.path().string());
+      }
+    }
+    std::sort(paths.begin(), paths.end());
+    for (const auto& path : paths) {
+      if (::stat(path.c_str(), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
+        continue;
+      }
+      bdev::FileDeviceOptions o;
+      o.read_only = true;
+      auto d = bdev::FileDevice::Open(path, o);
+      if (d.ok()) out.emplace_back(poolcli::NormalizeVdevName(path), *d);
+    }
+  }
+  return out;
+}
+
+int ZpoolImport(Context& ctx, std::vector<std::string> dirs, bool force,
+                const std::vector<std::string>& args) {
+  if (dirs.empty()) dirs.push_back("/dev");
+  if (args.size() > 1) return ReportUsage("zpool import: renaming on import is not supported");
+  for (const auto& d : dirs) {
+    if (!std::filesystem::exists(d)) return ReportUsage("zpool import: cannot open '" + d + "'");
+  }
+  auto cached = poolcli::ReadCache(ctx);
+  if (!cached.ok()) return ReportFailure(cached.status());
+  std::vector<pool::DiscoveredPool> found;
+  {
+    auto devs = ScanDirs(dirs);
+    found = pool::DiscoverPools(devs);
+  }  // read-only handles closed before the import locks the vdevs
+  auto in_cache = [&](const pool::DiscoveredPool& p) {
+    return std::any_of(cached->begin(), cached->end(),
+                       [&](const poolcli::CachedPool& c) { return c.guid == p.guid; });
+  };
+  found.erase(std::remove_if(found.begin(), found.end(),
+                             [&](const pool::DiscoveredPool& p) {
+                               return p.state == "DESTROYED" || in_cache(p);
+                             }),
+              found.end());
+  if (args.empty()) {
+    if (found.empty()) {
+      std::fprintf(stderr, "no pools available to import\n");
+      return kExitFailure;
+    }
+    bool first = true;
+    for (const auto& p : found) {
+      if (!first) std::printf("\n");
+      first = false;
+      std::printf("   pool: %s\n     id: %llu\n  state: %s\n", p.name.c_str(),
+                  static_cast<unsigned long long>(p.guid), p.complete() ? "ONLINE" : "UNAVAIL");
+      if (!p.complete()) {
+        std::printf(
+            " status: One or more devices are missing from the system.\n"
+            " action: The pool cannot be imported. Attach the missing devices and try "
+            "again.\n");
+      } else if (p.state == "ACTIVE") {
+        std::printf(
+            " action: The pool can be imported using its name or numeric identifier "
+            "and\n\tthe '-f' flag.\n");
+      } else {
+        std::printf(
+            " action: The pool can be imported using its name or numeric "
+            "identifier.\n");
+      }
+      std::printf(" config:\n\n");
+      size_t w = p.name.size();
+      for (auto& [id, path] : p.vdevs) w = std::max(w, path.size() + 2);
+      std::printf("\t%-*s  %s\n", static_cast<int>(w), p.name.c_str(),
+                  p.complete() ? "ONLINE" : "UNAVAIL");
+      for (auto& [id, path] : p.vdevs) {
+        std::printf("\t  %-*s  ONLINE\n", static_cast<int>(w - 2), path.c_str());
+      }
+    }
+    return kExitOk;
+  }
+  const std::string& want = args[0];
+  std::vector<pool::DiscoveredPool> match;
+  for (auto& p : found) {
+    if (p.name == want || std::to_string(p.guid) == want) match.push_back(p);
+  }
+  if (match.empty()) {
+    return ReportFailure(Status::NotFound("cannot import '" + want + "': no such pool available"));
+  }
+  if (match.size() > 1) {
+    return ReportFailure(Status::InvalidArgument(
+        "cannot import '" + want + "': more than one matching pool; import by numeric ID"));
+  }
+  const auto& p = match[0];
+  for (const auto& c : *cached) {
+    if (c.name == p.name) {
+      return ReportFailure(
+          Status::Exists("cannot import '" + want + "': a pool with that name already exists"));
+    }
+  }
+  if (!p.complete()) {
+    return ReportFailure(
+        Status::NotFound("cannot import '" + want + "': one or more devices are missing"));
+  }
+  if (p.state == "ACTIVE" && !force) {
+    return ReportFailure(Status::Busy("cannot import '" + want +
+                                      "': pool may be in use from another system; use '-f' to "
+                                      "import anyway"));
+  }
+  std::vector<bdev::BlockDevicePtr> devs;
+  std::vector<std::string> names;
+  for (auto& [id, path] : p.vdevs) {
+    auto d = OpenDeviceByName(ctx, path, false);
+    if (!d.ok()) return ReportFailure(d.status().WithContext("cannot import '" + want + "'"));
+    devs.push_back(*d);
+    names.push_back(path);
+  }
+  pool::PoolImportOptions io;
+  auto imported = pool::Pool::Import(devs, io);
+  if (!imported.ok())
+    return ReportFailure(imported.status().WithContext("cannot import '" + want + "'"));
+  if (Status st = (*imported)->Close(); !st.ok()) return ReportFailure(st);
+  if (Status st = poolcli::AddToCache(ctx, {p.name, p.guid, names}); !st.ok()) {
+    return ReportFailure(st);
+  }
+  return kExitOk;
+}
+
+int ZpoolGet(Context& ctx, bool scripted, bool parsable, const std::string& fields,
+             const std::string& props, std::vector<std::string> names) {
+  std::vector<std::string> want = props == "all" ? kPoolGetAll : poolcli::SplitComma(props);
+  std::vector<std::string> cols =
+      fields.empty() ? std::vector<std::string>{"name", "property", "value", "source"}
+                     : poolcli::SplitComma(fields);
+  if (names.empty()) {
+    auto pools = poolcli::ReadCache(ctx);
+    if (!pools.ok()) return ReportFailure(pools.status());
+    for (auto& c : *pools) names.push_back(c.name);
+  }
+  std::vector<std::string> headers;
+  for (auto& c : cols) {
+    std::string h = c;
+    std::transform(h.begin(), h.end(), h.begin(), ::toupper);
+    headers.push_back(h);
+  }
+  poolcli::Table t(headers, std::vector<bool>(cols.size(), false));
+  for (const auto& n : names) {
+    auto p = poolcli::OpenPool(ctx, n, true);
+    if (!p.ok()) return ReportFailure(p.status());
+    auto info = (*p)->Info();
+    for (const auto& prop : want) {
+      std::string source = "-";
+      if (prop == "comment" || prop.find(':') != std::string::npos) {
+        source = info.props.count(prop) ? "local" : "default";
+      } else if (prop == "ashift") {
+        source = "local";
+      }
+      std::vector<std::string> row;
+      for (auto& c : cols) {
+        if (c == "name")
+          row.push_back(n);
+        else if (c == "property")
+          row.push_back(prop);
+        else if (c == "value")
+          row.push_back(PoolProp(info, prop, parsable));
+        else if (c == "source")
+          row.push_back(source);
+        else
+          return ReportUsage("zpool get: invalid field '" + c + "'");
+      }
+      t.AddRow(row);
+    }
+  }
+  t.Print(scripted);
+  return kExitOk;
+}
+
+int ZpoolSet(Context& ctx, const std::string& assignment, const std::string& name) {
+  auto kv = poolcli::SplitProp(assignment);
+  if (!kv.ok()) return ReportUsage("zpool set: " + kv.status().message());
+  auto p = poolcli::OpenPool(ctx, name);
+  if (!p.ok()) return ReportFailure(p.status());
+  Status st = (*p)->SetPoolProperty(kv->first, kv->second);
+  if (st.code() == EINVAL) return ReportUsage("zpool set: " + st.message());
+  if (!st.ok()) return ReportFailure(st);
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterZpoolVerbs(CLI::App& app, Context& ctx) {
+  CLI::App* zpool = app.add_subcommand("zpool", "Manage storage pools");
+  zpool->require_subcommand(1);
+
+  {
+    auto force = std::make_shared<bool>(false);
+    auto opts = std::make_shared<std::vector<std::string>>();
+    auto name = std::make_shared<std::string>();
+    auto vdevs = std::make_shared<std::vector<std::string>>();
+    auto* c = AddVerb(*zpool, ctx, "create", "Create a pool on the given vdevs (striped)",
+                      [&ctx, force, opts, name, vdevs] {
+                        return ZpoolCreate(ctx, *force, *opts, *name, *vdevs);
+                      });
+    c->add_flag("-f", *force, "Use vdevs even if they carry a pool label");
+    c->add_option("-o", *opts, "Pool property (ashift=N, comment=..., user:prop=...)")
+        ->allow_extra_args(false);
+    c->add_option("pool", *name, "Pool name")->required();
+    c->add_option("vdevs", *vdevs, "Files, block devices or volstack devices")->required();
+  }
+  {
+    auto a = std::make_shared<ListArgs>();
+    auto* c = AddVerb(*zpool, ctx, "list", "List pools", [&ctx, a] { return ZpoolList(ctx, *a); });
+    c->add_flag("-H", a->scripted, "Scripted mode: no header, tab-separated");
+    c->add_flag("-p", a->parsable, "Exact numbers");
+    c->add_option("-o", a->cols, "Columns (name,size,alloc,free,cap,health,...)");
+    c->add_option("pools", a->pools, "Pools to list");
+  }
+  {
+    auto names = std::make_shared<std::vector<std::string>>();
+    auto* c = AddVerb(*zpool, ctx, "status", "Show pool health and vdevs",
+                      [&ctx, names] { return ZpoolStatus(ctx, *names); });
+    c->add_option("pools", *names, "Pools");
+  }
+  for (bool destroy : {false, true}) {
+    auto name = std::make_shared<std::string>();
+    auto force = std::make_shared<bool>(false);
+    auto* c = AddVerb(*zpool, ctx, destroy ? "destroy" : "export",
+                      destroy ? "Destroy a pool" : "Export a pool (sync, mark exported)",
+                      [&ctx, name, destroy] { return ZpoolExportOrDestroy(ctx, *name, destroy); });
+    c->add_flag("-f", *force, "Force (accepted for compatibility)");
+    c->add_option("pool", *name, "Pool name")->required();
+  }
+  {
+    auto dirs = std::make_shared<std::vector<std::string>>();
+    auto force = std::make_shared<bool>(false);
+    auto args = std::make_shared<std::vector<std::string>>();
+    auto* c = AddVerb(*zpool, ctx, "import", "List importable pools, or import one by name or id",
+                      [&ctx, dirs, force, args] { return ZpoolImport(ctx, *dirs, *force, *args); });
+    c->add_option("-d", *dirs, "Directory (or device) to search for vdevs")
+        ->allow_extra_args(false);
+    c->add_flag("-f", *force, "Import a pool that was not exported");
+    c->add_option("pool", *args, "Pool name or numeric id");
+  }
+  {
+    auto scripted = std::make_shared<bool>(false), parsable = std::make_shared<bool>(false);
+    auto fields = std::make_shared<std::string>(), props = std::make_shared<std::string>();
+    auto names = std::make_shared<std::vector<std::string>>();
+    auto* c = AddVerb(*zpool, ctx, "get", "Get pool properties",
+                      [&ctx, scripted, parsable, fields, props, names] {
+                        return ZpoolGet(ctx, *scripted, *parsable, *fields, *props, *names);
+                      });
+    c->add_flag("-H", *scripted, "Scripted mode");
+    c->add_flag("-p", *parsable, "Exact numbers");
+    c->add_option("-o", *fields, "Fields (name,property,value,source)");
+    c->add_option("property", *props, "all or prop[,prop...]")->required();
+    c->add_option("pools", *names, "Pools");
+  }
+  {
+    auto assignment = std::make_shared<std::string>(), name = std::make_shared<std::string>();
+    auto* c = AddVerb(*zpool, ctx, "set", "Set a pool property",
+                      [&ctx, assignment, name] { return ZpoolSet(ctx, *assignment, *name); });
+    c->add_option("property=value", *assignment, "Assignment")->required();
+    c->add_option("pool", *name, "Pool")->required();
+  }
+}
+
+}  // namespace volstack::cli

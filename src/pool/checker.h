@@ -1,0 +1,28 @@
+// The pool checker (a small zdb -b): walks every volume tree, the MOS and the space map of
+// an open pool and proves the space accounting: every allocated extent is referenced
+// exactly once, nothing referenced is free, the on-disk space map replays to the same live
+// set, and live + meta + deferred + free covers each vdev's allocatable space exactly (no
+// leak, no double allocation). Optionally reads every data block to verify its checksum.
+//
+// Syncs first and holds the pool's commit lock while it runs; callers should not write.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pool/spa.h"
+
+namespace volstack::pool {
+
+struct CheckReport {
+  uint64_t data_blocks = 0;
+  uint64_t indirect_blocks = 0;
+  uint64_t referenced_bytes = 0;
+  std::vector<std::string> errors;  // empty = consistent
+  bool ok() const { return errors.empty(); }
+  std::string Summary() const;
+};
+
+Result<CheckReport> CheckPool(Pool& pool, bool verify_data);
+
+}  // namespace volstack::pool

@@ -1,0 +1,85 @@
+// The MOS (meta-object set) block and space-map blocks.
+//
+// The MOS is one block, pointed to by the uberblock's rootbp, that describes everything
+// else: pool properties, the dataset directory (each volume's geometry, properties and tree
+// root pointer) and the list of space-map blocks. It is rewritten (copy-on-write) every txg.
+//
+//   MOS block (psize rounded up to the vdev allocation unit):
+//   off      size      field
+//   0        8         magic kMosMagic ("VSMOS\0\0\1")
+//   8        8         txg that wrote it
+//   16       4         nbp: number of block pointers that follow
+//   20       4         json length n
+//   24       nbp*128   blkptrs: dataset roots (in directory order), then space-map blocks
+//   ...      n         JSON {"props":{..}, "next_id":N, "datasets":[{...,"root":i}], "nsm":K}
+//
+//   Space-map block (type kSpaceMap): an append-only log of allocation records, replayed in
+//   order at import (a later txg's block follows an earlier one):
+//   off   size      field
+//   0     8         magic kSpaceMapMagic ("VSSPMAP\1")
+//   8     8         count
+//   16    16*count  records: u64 (bit 63 = free, bits 0-62 byte offset),
+//                            u64 (bits 48-63 vdev id, bits 0-47 length in bytes)
+//
+// The space map records the blocks of dataset trees (data and indirect). The MOS block and
+// the space-map blocks themselves are not recorded in it: import adds them from their
+// pointers. A condensed space map (written when the log grows long) lists every live extent
+// as an alloc record and replaces the log.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pool/blkptr_format.h"
+#include "util/result.h"
+
+namespace volstack::pool {
+
+inline constexpr uint64_t kMosMagic = 0x01000053534f4d53ull;       // "SMOS\0\0\0\1"-ish
+inline constexpr uint64_t kSpaceMapMagic = 0x01504d4150535356ull;  // "VSSPMAP\1"
+inline constexpr size_t kMaxMetaBlock = 16u << 20;
+inline constexpr size_t kSpaceMapBlockSize = 128 * 1024;
+inline constexpr size_t kSpaceMapEntriesPerBlock = (kSpaceMapBlockSize - 16) / 16;
+
+struct DatasetPhys {
+  uint64_t id = 0;
+  std::string name;  // full name: "trunk/funk"
+  uint64_t guid = 0;
+  uint64_t create_txg = 0;
+  uint64_t volsize = 0;
+  uint32_t volblocksize = 0;
+  uint32_t levels = 1;
+  uint64_t used = 0;  // bytes allocated to its tree
+  BlockPtr root;
+  std::map<std::string, std::string> props;  // stored (non-default) properties
+  bool operator==(const DatasetPhys&) const = default;
+};
+
+struct MosPhys {
+  uint64_t txg = 0;
+  std::map<std::string, std::string> props;
+  uint64_t next_id = 1;
+  std::vector<DatasetPhys> datasets;
+  std::vector<BlockPtr> space_map;
+  bool operator==(const MosPhys&) const = default;
+};
+
+std::vector<uint8_t> EncodeMos(const MosPhys& mos);
+Result<MosPhys> DecodeMos(std::span<const uint8_t> block);
+
+struct SpaceMapEntry {
+  bool free = false;
+  uint32_t vdev = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  bool operator==(const SpaceMapEntry&) const = default;
+};
+
+// At most kSpaceMapEntriesPerBlock entries; the result is 16 + 16*n bytes.
+std::vector<uint8_t> EncodeSpaceMapBlock(std::span<const SpaceMapEntry> entries);
+Result<std::vector<SpaceMapEntry>> DecodeSpaceMapBlock(std::span<const uint8_t> block);
+
+}  // namespace volstack::pool

@@ -1,0 +1,133 @@
+// PoolImpl: the internals of an open pool, shared by spa.cc (API, directory), txg_sync.cc
+// (commit), spa_import.cc (open) and volume.cc. Not part of the public API; tests and the
+// checker use it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pool/blkptr_format.h"
+#include "pool/label_format.h"
+#include "pool/mos_format.h"
+#include "pool/range_set.h"
+#include "pool/spa.h"
+#include "pool/vdev.h"
+#include "pool/volume.h"
+
+namespace volstack::pool {
+
+class PoolImpl;
+
+// Frees of txg N become allocatable once txg N + kTxgDefer is durable, so the last
+// kTxgDefer + 1 uberblocks stay importable (rewind after a damaged newest tree).
+inline constexpr uint64_t kTxgDefer = 2;
+// Consecutive bytes allocated on one vdev before moving to the next (striping).
+inline constexpr uint64_t kStripeUnit = 1 << 20;
+
+// What a thick volume reserves: volsize plus its indirect blocks when fully written.
+uint64_t MetaOverhead(const PoolImpl& pool, uint64_t nblocks);
+uint64_t FullReservation(const PoolImpl& pool, uint64_t volsize, uint32_t vbs);
+
+// One txg's commit state (sync_mu_ held).
+struct SyncContext {
+  uint64_t txg = 0;
+  PoolImpl* pool = nullptr;
+  std::vector<RangeSet> allocs;  // per vdev: tree blocks born in this txg
+  std::vector<RangeSet> frees;   // per vdev: tree blocks freed in this txg
+  std::vector<Dva> deferred;     // every free (tree and meta) of this txg
+  // Write batching: contiguous writes on one vdev are merged up to 1 MiB.
+  uint32_t batch_vdev = 0;
+  uint64_t batch_offset = 0;
+  std::vector<uint8_t> batch;
+
+  Result<Dva> Allocate(uint64_t size, Volume* owner);
+  Status Free(const BlockPtr& bp, Volume* owner);
+  Status Write(const Dva& dva, std::span<const uint8_t> data);
+  Status FlushWrites();
+};
+
+class PoolImpl {
+ public:
+  PoolImpl() = default;
+  ~PoolImpl();
+
+  // --- immutable after open ---
+  std::string name;
+  uint64_t pool_guid = 0;
+  uint32_t ashift = 12;
+  uint64_t guid_sum = 0;
+  PoolTuning tuning;
+  std::vector<std::unique_ptr<Vdev>> vdevs;
+  std::vector<uint64_t> vdev_guids;
+  uint64_t create_time = 0;
+
+  uint64_t asize(uint64_t size) const {
+    const uint64_t unit = uint64_t{1} << ashift;
+    return (size + unit - 1) / unit * unit;
+  }
+  uint64_t total_size() const;
+
+  // Reads and verifies the block `bp` points to into dst (bp.lsize bytes). EIO on a checksum
+  // mismatch or an out-of-range address.
+  Status ReadBlock(const BlockPtr& bp, uint8_t* dst);
+
+  // --- directory and state (mu) ---
+  std::mutex mu;
+  std::condition_variable cv;  // sync thread wake-ups, throttled writers, synced txgs
+  std::map<std::string, std::shared_ptr<Volume>> volumes;  // GUARDED_BY(mu), by full name
+  std::vector<std::shared_ptr<Volume>> pending_destroy;    // GUARDED_BY(mu)
+  std::map<std::string, std::string> props;                // GUARDED_BY(mu)
+  uint64_t next_id = 1;                                    // GUARDED_BY(mu)
+  bool mos_dirty = false;                                  // GUARDED_BY(mu)
+  uint64_t open_txg = 1;                                   // GUARDED_BY(mu)
+  bool stop_thread = false;                                // GUARDED_BY(mu)
+  bool kick = false;                                       // GUARDED_BY(mu)
+  std::atomic<bool> closed{false};
+  std::atomic<bool> failed{false};  // a txg commit failed: the pool is suspended
+  std::atomic<uint64_t> dirty_bytes{0};
+  std::atomic<uint64_t> cache_bytes{0};
+  std::atomic<uint64_t> free_bytes{0};  // allocatable now (excludes deferred frees)
+  std::atomic<uint64_t> unused_reservation{0};
+  std::atomic<uint64_t> synced_txg{0};
+
+  // Space check before a new dirty block of `bytes` in `vol`: ENOSPC when the pool could
+  // not commit it.
+  Status ReserveDirty(Volume* vol, uint64_t bytes);
+  // Blocks while dirty data is at the limit (wakes the sync thread first).
+  void Throttle();
+  void RecomputeReservations();  // mu held
+  Status CheckUsable() const;
+
+  // --- txg commit (sync_mu) ---
+  std::mutex sync_mu;
+  std::vector<RangeSet> free;    // GUARDED_BY(sync_mu) per vdev
+  std::vector<RangeSet> live;    // GUARDED_BY(sync_mu) per vdev: space-map-recorded blocks
+  std::vector<uint64_t> cursor;  // GUARDED_BY(sync_mu)
+  uint32_t rotor = 0;            // GUARDED_BY(sync_mu)
+  uint64_t rotor_bytes = 0;      // GUARDED_BY(sync_mu)
+  std::vector<BlockPtr> sm_bps;  // GUARDED_BY(sync_mu)
+  BlockPtr mos_bp;               // GUARDED_BY(sync_mu)
+  std::map<uint64_t, std::vector<Dva>> deferred;  // GUARDED_BY(sync_mu): txg -> frees
+
+  Status Sync();        // takes sync_mu
+  Status SyncLocked();  // sync_mu held
+  Result<Dva> AllocateLocked(uint64_t size);
+  void ReleaseLocked(const Dva& dva);  // back to the free set
+  Status WriteMetaBlock(SyncContext& ctx, BlockType type, std::vector<uint8_t> data, BlockPtr* bp);
+  Status FlushAll();
+  Status WriteLabels(PoolState state, uint64_t txg);
+
+  // Loads MOS + space map from `ub` and builds free/live/volumes. Requires no volumes yet.
+  Status LoadFrom(const Uberblock& ub);
+  void StartSyncThread();
+  void StopSyncThread();
+  std::thread sync_thread;
+};
+
+}  // namespace volstack::pool

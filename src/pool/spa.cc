@@ -1,0 +1,644 @@
+// The pool: theory.
+//
+// What it is. A copy-on-write, checksummed block store over striped vdevs, holding volumes.
+// Everything reachable from the newest valid uberblock is the pool: uberblock -> MOS block
+// (dataset directory, properties, space-map block list) -> each volume's tree of indirect
+// blocks -> data blocks. Every pointer carries its child's checksum, so one verified
+// uberblock proves the whole tree (see docs/format/pool.md).
+//
+// States and data flow. Writes land in per-volume dirty maps (volume.h). A txg commit
+// (txg_sync.cc) writes the dirty blocks and the changed indirect blocks to free space, the
+// space-map records and a new MOS, flushes, then writes the uberblock into every label and
+// flushes again. Until that last write lands, the previous uberblock describes an intact
+// tree, because:
+//   - live blocks are never overwritten: allocation only hands out free space;
+//   - a block freed in txg N is handed out again only after txg N + kTxgDefer is durable,
+//     so the last kTxgDefer + 1 trees stay intact on disk (import can rewind to them).
+// Import (spa_import.cc) picks the newest uberblock whose checksum, MOS and space map
+// verify and whose volume roots read back; it reads metadata only.
+//
+// Space accounting. The space map is a log of alloc/free records for tree blocks, one
+// block per txg appended (condensed into a fresh list of live extents when long). The MOS
+// and space-map blocks are not in it; import adds them from their pointers. So free space
+// after import = allocatable range - (replayed live set) - (meta blocks); a crash loses
+// neither (the log belongs to the same txg as the tree it describes).
+//
+// When txgs commit. On Sync() (a volume Flush()), on a timer (txg_timeout), when dirty
+// data passes dirty_max/4 (the sync thread is kicked), and writers block at dirty_max.
+//
+// Locks (in order): sync_mu (one commit at a time; allocator, space map, deferred frees)
+// -> mu (directory, props, open txg; short) -> Volume::mu_ (dirty maps; short) ->
+// Volume::tree_mu_ (indirect cache). I/O is never done under mu or Volume::mu_; data reads
+// and writes of different volumes and blocks proceed in parallel with a commit.
+//
+// Simplifications on purpose: one DVA per pointer (mirrors/ditto later), no compression, no
+// intent log (flush = commit), no snapshots yet (birth txgs are recorded for them).
+#include "pool/spa.h"
+
+#include <algorithm>
+#include <cctype>
+#include <random>
+
+#include "pool/pool_impl.h"
+#include "pool/zvol_device.h"
+#include "util/size.h"
+
+namespace volstack::pool {
+
+namespace {
+
+uint64_t NowSeconds() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+bool ValidComponent(const std::string& c) {
+  if (c.empty() || c.size() > 255 || !std::isalnum(static_cast<unsigned char>(c[0]))) return false;
+  for (char ch : c) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.' &&
+        ch != ':') {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IsUserProp(const std::string& p) { return p.find(':') != std::string::npos; }
+
+}  // namespace
+
+uint64_t MetaOverhead(const PoolImpl& pool, uint64_t nblocks) {
+  uint64_t bytes = 0;
+  for (uint64_t n = nblocks;;) {
+    n = (n + kBpsPerIndirect - 1) / kBpsPerIndirect;
+    bytes += n * pool.asize(kIndirectBlockSize);
+    if (n <= 1) break;
+  }
+  return bytes;
+}
+
+uint64_t FullReservation(const PoolImpl& pool, uint64_t volsize, uint32_t vbs) {
+  return volsize + MetaOverhead(pool, volsize / vbs);
+}
+
+Status ValidatePoolName(const std::string& name) {
+  static const char* kReserved[] = {"mirror", "raidz", "draid", "spare", "log", "cache"};
+  if (name.empty() || !std::isalpha(static_cast<unsigned char>(name[0])) || !ValidComponent(name)) {
+    return Status::InvalidArgument("invalid pool name '" + name + "'");
+  }
+  for (const char* r : kReserved) {
+    if (name.rfind(r, 0) == 0) {
+      return Status::InvalidArgument("invalid pool name '" + name + "': name is reserved");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateDatasetName(const std::string& name) {
+  const auto slash = name.find('/');
+  if (slash == std::string::npos) {
+    return Status::InvalidArgument("invalid dataset name '" + name + "': expected pool/volume");
+  }
+  VS_RETURN_IF_ERROR(ValidatePoolName(name.substr(0, slash)));
+  const std::string rest = name.substr(slash + 1);
+  if (rest.find('/') != std::string::npos) {
+    return Status::NotFound("cannot create '" + name + "': parent does not exist");
+  }
+  if (!ValidComponent(rest)) {
+    return Status::InvalidArgument("invalid dataset name '" + name + "'");
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------
+// PoolImpl helpers
+
+PoolImpl::~PoolImpl() {
+  StopSyncThread();
+  volumes.clear();
+  pending_destroy.clear();
+}
+
+uint64_t PoolImpl::total_size() const {
+  uint64_t t = 0;
+  for (auto& v : vdevs) t += v->alloc_end() - v->alloc_start();
+  return t;
+}
+
+Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst) {
+  const Dva& d = bp.dva[0];
+  if (d.vdev >= vdevs.size() || d.offset < kAllocStart ||
+      d.offset + d.asize() > vdevs[d.vdev]->alloc_end() || bp.psize != bp.lsize) {
+    return Status::IoError("pool " + name + ": block pointer out of range: " + bp.ToString());
+  }
+  VS_RETURN_IF_ERROR(vdevs[d.vdev]->device()->Read(d.offset, std::span<uint8_t>(dst, bp.psize)));
+  if (ComputeChecksum(bp.cksum, std::span<const uint8_t>(dst, bp.psize)) != bp.checksum) {
+    return Status::IoError("pool " + name + ": checksum mismatch in " + bp.ToString());
+  }
+  return Status::Ok();
+}
+
+Status PoolImpl::CheckUsable() const {
+  if (closed) return Status::FromErrno(ENXIO, "pool " + name + " is closed");
+  if (failed) return Status::IoError("pool " + name + " is suspended after a failed commit");
+  return Status::Ok();
+}
+
+void PoolImpl::RecomputeReservations() {
+  uint64_t total = 0;
+  for (auto& [n, v] : volumes) {
+    const uint64_t r = v->refreservation.load(), u = v->used();
+    if (r > u) total += r - u;
+  }
+  unused_reservation = total;
+}
+
+Status PoolImpl::ReserveDirty(Volume* vol, uint64_t bytes) {
+  // Dirty data (all volumes) plus indirect/MOS/space-map overhead plus every volume's
+  // unused reservation must fit in free space; the part of this volume's dirty data its
+  // own reservation covers is not counted twice. Beyond its reservation a write must also
+  // leave the slop (1/32 of the pool) for commits.
+  const uint64_t slop = std::max<uint64_t>(total_size() / 32, 1 << 20);
+  const uint64_t pending = dirty_bytes.load() + bytes;
+  const uint64_t meta = pending / 32 + (uint64_t{2} << 20);
+  const uint64_t r = vol->refreservation.load(), u = vol->used();
+  const uint64_t own_unused = r > u ? r - u : 0;
+  const uint64_t own = vol->dirty.load() + bytes;
+  const uint64_t covered = std::min(own_unused, own);
+  uint64_t need = pending - std::min(pending, covered) + unused_reservation.load() + meta;
+  if (covered < own) need += slop;
+  if (free_bytes.load() < need) return Status::NoSpace("pool " + name + ": out of space");
+  return Status::Ok();
+}
+
+void PoolImpl::Throttle() {
+  const uint64_t dirty = dirty_bytes.load();
+  if (dirty < tuning.dirty_max_bytes / 4) return;
+  if (!tuning.sync_thread) {
+    if (dirty >= tuning.dirty_max_bytes) Sync().IgnoreError();  // failure suspends the pool
+    return;
+  }
+  std::unique_lock l(mu);
+  kick = true;
+  cv.notify_all();
+  cv.wait(l, [&] {
+    return dirty_bytes.load() < tuning.dirty_max_bytes || failed || closed || stop_thread;
+  });
+}
+
+void PoolImpl::StartSyncThread() {
+  if (!tuning.sync_thread) return;
+  sync_thread = std::thread([this] {
+    std::unique_lock l(mu);
+    while (!stop_thread) {
+      cv.wait_for(l, tuning.txg_timeout, [&] { return stop_thread || kick; });
+      if (stop_thread) break;
+      kick = false;
+      l.unlock();
+      Sync().IgnoreError();  // a failure suspends the pool; callers see it on their I/O
+      l.lock();
+    }
+  });
+}
+
+void PoolImpl::StopSyncThread() {
+  {
+    std::lock_guard l(mu);
+    stop_thread = true;
+  }
+  cv.notify_all();
+  if (sync_thread.joinable()) sync_thread.join();
+}
+
+Status PoolImpl::WriteLabels(PoolState state, uint64_t txg) {
+  for (int parity = 0; parity < 2; parity++) {
+    for (auto& v : vdevs) {
+      LabelConfig c;
+      c.name = name;
+      c.state = state;
+      c.pool_guid = pool_guid;
+      c.vdev_guid = v->guid();
+      c.vdev_id = v->id();
+      c.vdev_guids = vdev_guids;
+      c.ashift = ashift;
+      c.txg = txg;
+      VS_RETURN_IF_ERROR(v->WriteLabelConfigs(c, parity));
+    }
+    VS_RETURN_IF_ERROR(FlushAll());
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------
+// Pool
+
+Pool::Pool(std::unique_ptr<PoolImpl> impl) : impl_(std::move(impl)) {}
+
+Pool::~Pool() { Close().IgnoreError(); }
+
+const std::string& Pool::name() const { return impl_->name; }
+uint64_t Pool::guid() const { return impl_->pool_guid; }
+
+Status Pool::Sync() {
+  VS_RETURN_IF_ERROR(impl_->CheckUsable());
+  return impl_->Sync();
+}
+
+Status Pool::Close() {
+  if (impl_->closed) return Status::Ok();
+  impl_->StopSyncThread();
+  Status st = impl_->Sync();
+  impl_->closed = true;
+  impl_->cv.notify_all();
+  return st;
+}
+
+Status Pool::Export() {
+  {
+    std::lock_guard l(impl_->mu);
+    for (auto& [n, v] : impl_->volumes) {
+      if (v->open_count > 0) return Status::Busy("cannot export '" + name() + "': pool is busy");
+    }
+  }
+  VS_RETURN_IF_ERROR(impl_->CheckUsable());
+  VS_RETURN_IF_ERROR(Close());
+  return impl_->WriteLabels(PoolState::kExported, impl_->synced_txg);
+}
+
+Status Pool::Destroy() {
+  {
+    std::lock_guard l(impl_->mu);
+    for (auto& [n, v] : impl_->volumes) {
+      if (v->open_count > 0) return Status::Busy("cannot destroy '" + name() + "': pool is busy");
+    }
+  }
+  VS_RETURN_IF_ERROR(impl_->CheckUsable());
+  VS_RETURN_IF_ERROR(Close());
+  return impl_->WriteLabels(PoolState::kDestroyed, impl_->synced_txg);
+}
+
+namespace {
+// Validates and normalises a settable volume property into `props`.
+Status ApplyVolumeProp(std::map<std::string, std::string>& props, const std::string& prop,
+                       const std::string& value) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("'" + prop + "' " + why);
+  };
+  if (IsUserProp(prop)) {
+    if (value.size() > 8192) return bad("value is too long");
+    props[prop] = value;
+  } else if (prop == "readonly") {
+    if (value != "on" && value != "off") return bad("must be 'on' or 'off'");
+    props[prop] = value;
+  } else if (prop == "sync") {
+    if (value != "standard" && value != "always" && value != "disabled") {
+      return bad("must be one of 'standard | always | disabled'");
+    }
+    props[prop] = value;
+  } else if (prop == "checksum") {
+    if (value == "off") return bad("off is not supported: every block is checksummed");
+    if (auto c = ParseChecksumName(value); !c.ok()) return c.status();
+    props[prop] = value;
+  } else if (prop == "compression") {
+    if (value != "off") return bad("only 'off' is supported");
+    props[prop] = value;
+  } else if (prop == "refreservation") {
+    if (value == "none") {
+      props[prop] = "0";
+    } else if (value != "auto") {
+      VS_ASSIGN_OR_RETURN(uint64_t r, ParseSize(value));
+      props[prop] = std::to_string(r);
+    }
+  } else {
+    static const char* kReadOnly[] = {"used",      "available",  "referenced",   "type",
+                                      "creation",  "guid",       "volblocksize", "name",
+                                      "createtxg", "logicalused"};
+    for (const char* r : kReadOnly) {
+      if (prop == r) return Status::InvalidArgument("'" + prop + "' is readonly");
+    }
+    return Status::InvalidArgument("invalid property '" + prop + "'");
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+Result<DatasetInfo> Pool::CreateVolume(const std::string& name, const VolumeOptions& options) {
+  VS_RETURN_IF_ERROR(ValidateDatasetName(name));
+  if (name.substr(0, name.find('/')) != impl_->name) {
+    return Status::NotFound("cannot create '" + name + "': no such pool");
+  }
+  const uint32_t vbs = options.volblocksize;
+  if (vbs < 4096 || vbs > 131072 || (vbs & (vbs - 1)) != 0) {
+    return Status::InvalidArgument("'volblocksize' must be power of 2 from 4K to 128K");
+  }
+  if (options.volsize == 0) return Status::InvalidArgument("'volsize' must be greater than zero");
+  if (options.volsize % vbs != 0) {
+    return Status::InvalidArgument("'volsize' must be a multiple of volume block size");
+  }
+  std::map<std::string, std::string> props;
+  for (const auto& [k, v] : options.props) {
+    if (k == "volsize" || k == "volblocksize") continue;
+    VS_RETURN_IF_ERROR(ApplyVolumeProp(props, k, v));
+  }
+  VS_RETURN_IF_ERROR(impl_->CheckUsable());
+  const uint64_t nblocks = options.volsize / vbs;
+  const uint64_t full = options.volsize + MetaOverhead(*impl_, nblocks);
+  if (!props.count("refreservation")) props["refreservation"] = options.sparse ? "0" : "auto";
+  const uint64_t refres =
+      props["refreservation"] == "auto" ? full : std::stoull(props["refreservation"]);
+  props["creation"] = std::to_string(NowSeconds());
+  {
+    std::lock_guard l(impl_->mu);
+    if (impl_->volumes.count(name)) {
+      return Status::Exists("cannot create '" + name + "': dataset already exists");
+    }
+    const uint64_t slop = std::max<uint64_t>(impl_->total_size() / 32, 1 << 20);
+    const uint64_t free = impl_->free_bytes.load();
+    if (refres > 0 &&
+        free < refres + impl_->unused_reservation.load() + slop + impl_->dirty_bytes.load()) {
+      return Status::NoSpace("cannot create '" + name + "': out of space");
+    }
+    DatasetPhys phys;
+    phys.id = impl_->next_id++;
+    phys.name = name;
+    phys.guid = std::random_device{}() | (uint64_t{std::random_device{}()} << 32);
+    phys.create_txg = impl_->open_txg;
+    phys.volsize = options.volsize;
+    phys.volblocksize = vbs;
+    phys.levels = LevelsFor(nblocks);
+    phys.props = props;
+    auto vol = std::make_shared<Volume>(impl_.get(), phys);
+    vol->refreservation = refres;
+    impl_->volumes[name] = vol;
+    impl_->mos_dirty = true;
+    impl_->RecomputeReservations();
+  }
+  VS_RETURN_IF_ERROR(impl_->Sync());
+  return GetDataset(name);
+}
+
+Status Pool::DestroyVolume(const std::string& name) {
+  VS_RETURN_IF_ERROR(impl_->CheckUsable());
+  {
+    std::lock_guard l(impl_->mu);
+    auto it = impl_->volumes.find(name);
+    if (it == impl_->volumes.end()) {
+      return Status::NotFound("cannot open '" + name + "': dataset does not exist");
+    }
+    if (it->second->open_count > 0) {
+      return Status::Busy("cannot destroy '" + name + "': dataset is busy");
+    }
+    it->second->destroyed = true;
+    impl_->pending_destroy.push_back(it->second);
+    impl_->volumes.erase(it);
+    impl_->mos_dirty = true;
+    impl_->RecomputeReservations();
+  }
+  return impl_->Sync();
+}
+
+Result<bdev::BlockDevicePtr> Pool::OpenVolume(const std::string& name,
+                                              const OpenVolumeOptions& options) {
+  VS_RETURN_IF_ERROR(impl_->CheckUsable());
+  std::shared_ptr<Volume> vol;
+  {
+    std::lock_guard l(impl_->mu);
+    auto it = impl_->volumes.find(name);
+    if (it == impl_->volumes.end()) {
+      return Status::NotFound("cannot open '" + name + "': dataset does not exist");
+    }
+    vol = it->second;
+  }
+  if (options.logical_block_size != 512 && options.logical_block_size != 4096) {
+    return Status::InvalidArgument("logical block size must be 512 or 4096");
+  }
+  const bool ro = options.read_only || vol->Prop("readonly", "off") == "on";
+  return bdev::BlockDevicePtr(
+      std::make_shared<ZvolDevice>(shared_from_this(), vol, ro, options.logical_block_size));
+}
+
+namespace {
+DatasetInfo VolumeInfo(PoolImpl& impl, Volume& v, uint64_t pool_avail) {
+  DatasetPhys p = v.phys();
+  DatasetInfo d;
+  d.name = p.name;
+  d.type = "volume";
+  d.guid = p.guid;
+  d.create_txg = p.create_txg;
+  d.referenced = p.used;
+  d.volsize = p.volsize;
+  d.volblocksize = p.volblocksize;
+  d.refreservation = v.refreservation.load();
+  const uint64_t unused = d.refreservation > p.used ? d.refreservation - p.used : 0;
+  d.used = p.used + unused;
+  d.available = pool_avail + unused;
+  auto it = p.props.find("creation");
+  d.creation_time = it == p.props.end() ? 0 : std::strtoull(it->second.c_str(), nullptr, 10);
+  d.props = p.props;
+  d.props.erase("creation");
+  for (const auto& [k, val] : d.props) {
+    if (k != "refreservation" || (val != "auto" && val != "0")) d.local.push_back(k);
+  }
+  d.props.emplace("readonly", "off");
+  d.props.emplace("sync", "standard");
+  d.props.emplace("checksum", "on");
+  d.props.emplace("compression", "off");
+  d.props["refreservation"] = std::to_string(d.refreservation);
+  d.props["type"] = "volume";
+  d.props["used"] = std::to_string(d.used);
+  d.props["available"] = std::to_string(d.available);
+  d.props["referenced"] = std::to_string(d.referenced);
+  d.props["volsize"] = std::to_string(d.volsize);
+  d.props["volblocksize"] = std::to_string(d.volblocksize);
+  d.props["guid"] = std::to_string(d.guid);
+  d.props["createtxg"] = std::to_string(d.create_txg);
+  d.props["creation"] = std::to_string(d.creation_time);
+  d.props["usedbyrefreservation"] = std::to_string(unused);
+  d.props["mountpoint"] = "-";
+  (void)impl;
+  return d;
+}
+
+uint64_t PoolAvail(PoolImpl& impl) {
+  const uint64_t slop = std::max<uint64_t>(impl.total_size() / 32, 1 << 20);
+  const uint64_t held = slop + impl.unused_reservation.load();
+  const uint64_t free = impl.free_bytes.load();
+  return free > held ? free - held : 0;
+}
+}  // namespace
+
+std::vector<DatasetInfo> Pool::ListDatasets() {
+  std::vector<DatasetInfo> out;
+  std::lock_guard l(impl_->mu);
+  const uint64_t avail = PoolAvail(*impl_);
+  DatasetInfo root;
+  root.name = impl_->name;
+  root.type = "filesystem";
+  root.guid = impl_->pool_guid;
+  root.available = avail;
+  root.creation_time = impl_->create_time;
+  for (auto& [n, v] : impl_->volumes) {
+    out.push_back(VolumeInfo(*impl_, *v, avail));
+    root.used += out.back().used;
+  }
+  const uint64_t total = impl_->total_size();
+  const uint64_t alloc = total - impl_->free_bytes.load();
+  root.used = std::max(root.used, alloc);
+  for (const auto& [k, v] : impl_->props) {
+    if (k.rfind("root:", 0) == 0) {
+      root.props[k.substr(5)] = v;
+      root.local.push_back(k.substr(5));
+    }
+  }
+  root.props["type"] = "filesystem";
+  root.props["used"] = std::to_string(root.used);
+  root.props["available"] = std::to_string(root.available);
+  root.props["referenced"] = "0";
+  root.props["mountpoint"] = "none";
+  root.props["guid"] = std::to_string(root.guid);
+  root.props["creation"] = std::to_string(root.creation_time);
+  root.props["readonly"] = "off";
+  root.props["checksum"] = "on";
+  root.props["compression"] = "off";
+  out.insert(out.begin(), root);
+  return out;
+}
+
+Result<DatasetInfo> Pool::GetDataset(const std::string& name) {
+  for (auto& d : ListDatasets()) {
+    if (d.name == name) return d;
+  }
+  return Status::NotFound("cannot open '" + name + "': dataset does not exist");
+}
+
+Status Pool::SetProperty(const std::string& dataset, const std::string& prop,
+                         const std::string& value) {
+  VS_RETURN_IF_ERROR(impl_->CheckUsable());
+  if (dataset == impl_->name) {
+    if (!IsUserProp(prop)) {
+      return Status::NotSupported("cannot set '" + prop + "' on the pool's root dataset");
+    }
+    {
+      std::lock_guard l(impl_->mu);
+      impl_->props["root:" + prop] = value;
+      impl_->mos_dirty = true;
+    }
+    return impl_->Sync();
+  }
+  std::shared_ptr<Volume> vol;
+  {
+    std::lock_guard l(impl_->mu);
+    auto it = impl_->volumes.find(dataset);
+    if (it == impl_->volumes.end()) {
+      return Status::NotFound("cannot open '" + dataset + "': dataset does not exist");
+    }
+    vol = it->second;
+  }
+  DatasetPhys p = vol->phys();
+  if (prop == "volsize") {
+    VS_ASSIGN_OR_RETURN(uint64_t size, ParseSize(value));
+    if (size == 0 || size % p.volblocksize != 0) {
+      return Status::InvalidArgument("'volsize' must be a multiple of volume block size");
+    }
+    const uint64_t nblocks = size / p.volblocksize;
+    if (p.props["refreservation"] == "auto" && size > p.volsize) {
+      const uint64_t extra = size + MetaOverhead(*impl_, nblocks) - vol->refreservation.load();
+      if (PoolAvail(*impl_) < extra) {
+        return Status::NoSpace("cannot set property for '" + dataset + "': out of space");
+      }
+      vol->refreservation = size + MetaOverhead(*impl_, nblocks);
+    }
+    VS_RETURN_IF_ERROR(vol->Grow(size));
+  } else {
+    VS_RETURN_IF_ERROR(ApplyVolumeProp(p.props, prop, value));
+    if (prop == "refreservation") {
+      const std::string r = p.props["refreservation"];
+      const uint64_t full = p.volsize + MetaOverhead(*impl_, p.volsize / p.volblocksize);
+      vol->refreservation = r == "auto" ? full : std::stoull(r);
+    }
+    vol->SetProps(p.props);
+  }
+  {
+    std::lock_guard l(impl_->mu);
+    impl_->mos_dirty = true;
+    impl_->RecomputeReservations();
+  }
+  return impl_->Sync();
+}
+
+Status Pool::InheritProperty(const std::string& dataset, const std::string& prop) {
+  if (prop != "readonly" && prop != "sync" && prop != "checksum" && prop != "compression" &&
+      !IsUserProp(prop)) {
+    return Status::InvalidArgument("'" + prop + "' cannot be inherited");
+  }
+  VS_RETURN_IF_ERROR(impl_->CheckUsable());
+  if (dataset == impl_->name) {
+    std::lock_guard l(impl_->mu);
+    impl_->props.erase("root:" + prop);
+    impl_->mos_dirty = true;
+  } else {
+    std::shared_ptr<Volume> vol;
+    {
+      std::lock_guard l(impl_->mu);
+      auto it = impl_->volumes.find(dataset);
+      if (it == impl_->volumes.end()) {
+        return Status::NotFound("cannot open '" + dataset + "': dataset does not exist");
+      }
+      vol = it->second;
+      impl_->mos_dirty = true;
+    }
+    DatasetPhys p = vol->phys();
+    p.props.erase(prop);
+    vol->SetProps(p.props);
+  }
+  return impl_->Sync();
+}
+
+PoolInfo Pool::Info() {
+  PoolInfo info;
+  info.name = impl_->name;
+  info.guid = impl_->pool_guid;
+  info.health = impl_->failed ? "SUSPENDED" : "ONLINE";
+  info.size = impl_->total_size();
+  info.free = impl_->free_bytes.load();
+  info.allocated = info.size - info.free;
+  info.txg = impl_->synced_txg;
+  info.ashift = impl_->ashift;
+  {
+    std::lock_guard l(impl_->sync_mu);
+    for (auto& v : impl_->vdevs) {
+      VdevInfo vi;
+      vi.name = v->device()->name();
+      vi.guid = v->guid();
+      vi.size = v->alloc_end() - v->alloc_start();
+      vi.allocated = vi.size - impl_->free[v->id()].total();
+      info.vdevs.push_back(vi);
+    }
+  }
+  std::lock_guard l(impl_->mu);
+  for (const auto& [k, v] : impl_->props) {
+    if (k.rfind("root:", 0) != 0) info.props[k] = v;
+  }
+  return info;
+}
+
+Status Pool::SetPoolProperty(const std::string& prop, const std::string& value) {
+  if (prop != "comment" && !IsUserProp(prop)) {
+    static const char* kReadOnly[] = {"size",   "free", "allocated", "capacity",
+                                      "health", "guid", "ashift",    "name"};
+    for (const char* r : kReadOnly) {
+      if (prop == r) return Status::InvalidArgument("property '" + prop + "' is readonly");
+    }
+    return Status::InvalidArgument("invalid property '" + prop + "'");
+  }
+  VS_RETURN_IF_ERROR(impl_->CheckUsable());
+  {
+    std::lock_guard l(impl_->mu);
+    impl_->props[prop] = value;
+    impl_->mos_dirty = true;
+  }
+  return impl_->Sync();
+}
+
+}  // namespace volstack::pool

@@ -1,0 +1,175 @@
+// The pool (SPA: storage pool allocator): public API.
+//
+// A Pool owns a set of vdevs (any BlockDevices: files, block devices, other volstack
+// volumes), striped, and the volumes (zvols) in it. It is created with Pool::Create, found on
+// devices with DiscoverPools and opened with Pool::Import. Volumes are opened as
+// bdev::BlockDevices (ZvolDevice) which keep the pool alive.
+//
+// Durability: writes to volumes are gathered in memory and committed atomically in
+// transaction groups (txgs): on Sync() (a volume's Flush()), every txg_timeout, and when
+// dirty data passes a quarter of dirty_max (writers then block at dirty_max). Directory
+// changes (create/destroy/set) are synced before their call returns.
+//
+// Lifetime: Close() (or the last reference dropping) syncs and stops the background txg
+// thread; Export() also marks the labels exported; Destroy() marks them destroyed. After
+// any of them, open volume devices fail every operation with ENXIO.
+//
+// Threads: every method is safe from any thread. See spa.cc for the theory and lock order.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bdev/block_device.h"
+#include "util/result.h"
+
+namespace volstack::pool {
+
+class PoolImpl;
+
+struct PoolTuning {
+  uint64_t dirty_max_bytes = 64ull << 20;   // writers throttle above this much dirty data
+  uint64_t cache_max_bytes = 256ull << 20;  // cached indirect blocks (clean), all volumes
+  std::chrono::milliseconds txg_timeout{5000};
+  bool sync_thread = true;      // false: txgs commit only on Sync()/throttle (tests)
+  size_t condense_blocks = 48;  // rewrite the space map once its log has this many blocks
+};
+
+struct PoolCreateOptions {
+  uint32_t ashift = 12;  // allocation unit 2^ashift, 9..16
+  bool force = false;    // overwrite vdevs that carry a label of an active/exported pool
+  std::map<std::string, std::string> props;  // pool properties (comment, user:prop)
+  PoolTuning tuning;
+};
+
+struct PoolImportOptions {
+  PoolTuning tuning;
+  bool allow_active = true;  // false: refuse a pool whose labels say ACTIVE (zpool import)
+  // Test hook: reject uberblocks newer than this txg (0 = none), like zpool import -T.
+  uint64_t max_txg = 0;
+};
+
+struct VolumeOptions {
+  uint64_t volsize = 0;
+  uint32_t volblocksize = 16384;  // 4K..128K, a power of two
+  bool sparse = false;            // no refreservation (zfs create -s)
+  std::map<std::string, std::string> props;
+};
+
+struct OpenVolumeOptions {
+  bool read_only = false;
+  uint32_t logical_block_size = 512;  // 512 or 4096
+};
+
+struct DatasetInfo {
+  std::string name;  // "trunk" (the pool's root dataset) or "trunk/funk"
+  std::string type;  // "filesystem" (root) or "volume"
+  uint64_t guid = 0;
+  uint64_t create_txg = 0;
+  uint64_t creation_time = 0;
+  uint64_t used = 0;  // referenced + unused refreservation (+ children for the root)
+  uint64_t available = 0;
+  uint64_t referenced = 0;  // bytes allocated to the tree
+  uint64_t volsize = 0;
+  uint32_t volblocksize = 0;
+  uint64_t refreservation = 0;
+  std::map<std::string, std::string> props;  // every property, effective values
+  std::vector<std::string> local;            // properties set explicitly (source "local")
+};
+
+struct VdevInfo {
+  std::string name;
+  uint64_t guid = 0;
+  uint64_t size = 0;
+  uint64_t allocated = 0;
+};
+
+struct PoolInfo {
+  std::string name;
+  uint64_t guid = 0;
+  std::string health;  // ONLINE or SUSPENDED (a failed txg commit)
+  uint64_t size = 0;   // allocatable bytes
+  uint64_t allocated = 0;
+  uint64_t free = 0;
+  uint64_t txg = 0;  // last synced
+  uint32_t ashift = 12;
+  std::vector<VdevInfo> vdevs;
+  std::map<std::string, std::string> props;
+};
+
+// A pool found by reading labels (zpool import without a name).
+struct DiscoveredPool {
+  std::string name;
+  uint64_t guid = 0;
+  std::string state;  // ACTIVE, EXPORTED, DESTROYED
+  uint64_t txg = 0;
+  std::vector<std::pair<uint32_t, std::string>> vdevs;  // (vdev id, path) found
+  size_t vdev_count = 0;                                // how many the pool has
+  bool complete() const { return vdevs.size() == vdev_count; }
+};
+
+class Pool : public std::enable_shared_from_this<Pool> {
+ public:
+  // Writes fresh labels and an empty txg 1 on `vdevs` (in vdev-id order).
+  static Result<std::shared_ptr<Pool>> Create(const std::string& name,
+                                              std::vector<bdev::BlockDevicePtr> vdevs,
+                                              const PoolCreateOptions& options = {});
+  // Opens the pool whose vdevs are `vdevs` (any order; all of them). Takes the newest
+  // uberblock whose checksum, MOS and space map verify, falling back to older ones.
+  static Result<std::shared_ptr<Pool>> Import(std::vector<bdev::BlockDevicePtr> vdevs,
+                                              const PoolImportOptions& options = {});
+
+  ~Pool();
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  const std::string& name() const;
+  uint64_t guid() const;
+
+  // Commits the open txg (if anything is dirty) and waits until it is durable.
+  Status Sync();
+  // Syncs and stops. Idempotent.
+  Status Close();
+  Status Export();
+  Status Destroy();
+
+  Result<DatasetInfo> CreateVolume(const std::string& name, const VolumeOptions& options);
+  // EBUSY while the volume is open.
+  Status DestroyVolume(const std::string& name);
+  Result<bdev::BlockDevicePtr> OpenVolume(const std::string& name,
+                                          const OpenVolumeOptions& options = {});
+
+  // The root dataset first, then volumes by name.
+  std::vector<DatasetInfo> ListDatasets();
+  Result<DatasetInfo> GetDataset(const std::string& name);
+  // volsize (grow only), readonly, sync, checksum, refreservation, user props (a:b).
+  Status SetProperty(const std::string& dataset, const std::string& prop, const std::string& value);
+  Status InheritProperty(const std::string& dataset, const std::string& prop);
+
+  PoolInfo Info();
+  // comment, user props (a:b).
+  Status SetPoolProperty(const std::string& prop, const std::string& value);
+
+  PoolImpl* impl() { return impl_.get(); }  // internals for tests and the checker
+
+  explicit Pool(std::unique_ptr<PoolImpl> impl);
+
+ private:
+  std::unique_ptr<PoolImpl> impl_;
+};
+
+// Reads the labels of each (path, device) and groups them by pool. Devices without a valid
+// label are skipped. Pools are listed by name.
+std::vector<DiscoveredPool> DiscoverPools(
+    const std::vector<std::pair<std::string, bdev::BlockDevicePtr>>& devices);
+
+// Pool and dataset component names as zfs takes them.
+Status ValidatePoolName(const std::string& name);
+Status ValidateDatasetName(const std::string& name);  // "pool/vol"
+
+}  // namespace volstack::pool

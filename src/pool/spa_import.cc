@@ -1,0 +1,295 @@
+// Pool creation, discovery and import: everything that turns devices into an open pool.
+//
+// Import reads labels (to learn the vdev set), then every uberblock in every label ring of
+// every vdev. Candidates are tried newest first; one is accepted when its checksum verifies,
+// its MOS and every space-map block read back with matching checksums, the space-map
+// replay is consistent (no double allocation, no free of a free extent, everything inside
+// the allocatable range, meta blocks disjoint from it) and every volume's root indirect
+// block reads back. Only metadata is read; data blocks are verified when read.
+#include <algorithm>
+#include <random>
+
+#include "pool/pool_impl.h"
+
+namespace volstack::pool {
+
+namespace {
+uint64_t RandomGuid() {
+  std::random_device rd;
+  uint64_t g = 0;
+  while (g == 0) g = (uint64_t{rd()} << 32) | rd();
+  return g;
+}
+
+void ResetSpace(PoolImpl& p) {
+  const size_t n = p.vdevs.size();
+  p.free.assign(n, RangeSet{});
+  p.live.assign(n, RangeSet{});
+  p.cursor.assign(n, kAllocStart);
+  uint64_t total = 0;
+  for (auto& v : p.vdevs) {
+    p.free[v->id()].Add(v->alloc_start(), v->alloc_end() - v->alloc_start());
+    total += v->alloc_end() - v->alloc_start();
+  }
+  p.free_bytes = total;
+}
+}  // namespace
+
+Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name,
+                                           std::vector<bdev::BlockDevicePtr> devices,
+                                           const PoolCreateOptions& options) {
+  VS_RETURN_IF_ERROR(ValidatePoolName(name));
+  if (options.ashift < 9 || options.ashift > 16) {
+    return Status::InvalidArgument("invalid ashift " + std::to_string(options.ashift) +
+                                   ": expected 9..16");
+  }
+  if (devices.empty()) return Status::InvalidArgument("a pool needs at least one vdev");
+  if (devices.size() > 1024) return Status::InvalidArgument("too many vdevs");
+  for (size_t i = 0; i < devices.size(); i++) {
+    auto& d = devices[i];
+    for (size_t j = 0; j < i; j++) {
+      if (devices[j] == d) return Status::InvalidArgument(d->name() + " is given twice");
+    }
+    if (d->read_only()) return Status::ReadOnly(d->name() + " is read-only");
+    if (d->size() < kMinVdevSize) {
+      return Status::InvalidArgument(d->name() + " is too small: a vdev needs at least 64M");
+    }
+    if (d->logical_block_size() > (1u << options.ashift)) {
+      return Status::InvalidArgument(d->name() + ": logical block size " +
+                                     std::to_string(d->logical_block_size()) + " exceeds ashift " +
+                                     std::to_string(options.ashift));
+    }
+    if (!options.force) {
+      auto c = Vdev::ReadLabelConfig(*d);
+      if (c.ok() && c->state != PoolState::kDestroyed) {
+        return Status::Busy(d->name() + " is part of " + PoolStateName(c->state) + " pool '" +
+                            c->name + "' (use -f to overwrite)");
+      }
+    }
+  }
+  for (const auto& [k, v] : options.props) {
+    if (k != "comment" && k.find(':') == std::string::npos) {
+      return Status::InvalidArgument("invalid property '" + k + "'");
+    }
+  }
+  auto impl = std::make_unique<PoolImpl>();
+  impl->name = name;
+  impl->pool_guid = RandomGuid();
+  impl->ashift = options.ashift;
+  impl->tuning = options.tuning;
+  impl->props = options.props;
+  impl->props["creation"] = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count());
+  for (size_t i = 0; i < devices.size(); i++) {
+    const uint64_t g = RandomGuid();
+    impl->vdevs.push_back(std::make_unique<Vdev>(devices[i], static_cast<uint32_t>(i), g));
+    impl->vdev_guids.push_back(g);
+    impl->guid_sum += g;
+  }
+  ResetSpace(*impl);
+  impl->open_txg = 1;
+  impl->mos_dirty = true;
+  VS_RETURN_IF_ERROR(impl->WriteLabels(PoolState::kActive, 1));
+  VS_RETURN_IF_ERROR(impl->Sync());
+  impl->create_time = std::strtoull(impl->props["creation"].c_str(), nullptr, 10);
+  impl->StartSyncThread();
+  return std::make_shared<Pool>(std::move(impl));
+}
+
+Status PoolImpl::LoadFrom(const Uberblock& ub) {
+  ResetSpace(*this);
+  auto read_meta = [&](const BlockPtr& bp, BlockType type) -> Result<std::vector<uint8_t>> {
+    if (bp.type != type || bp.lsize > kMaxMetaBlock) {
+      return Status::Corruption("unexpected block pointer " + bp.ToString());
+    }
+    std::vector<uint8_t> buf(bp.lsize);
+    VS_RETURN_IF_ERROR(ReadBlock(bp, buf.data()));
+    return buf;
+  };
+  VS_ASSIGN_OR_RETURN(auto mos_buf, read_meta(ub.rootbp, BlockType::kMos));
+  VS_ASSIGN_OR_RETURN(MosPhys mos, DecodeMos(mos_buf));
+  if (mos.txg != ub.txg) return Status::Corruption("MOS txg does not match the uberblock");
+  for (const auto& bp : mos.space_map) {
+    VS_ASSIGN_OR_RETURN(auto buf, read_meta(bp, BlockType::kSpaceMap));
+    VS_ASSIGN_OR_RETURN(auto entries, DecodeSpaceMapBlock(buf));
+    for (const auto& e : entries) {
+      if (e.vdev >= vdevs.size() || e.offset < kAllocStart ||
+          e.offset + e.length > vdevs[e.vdev]->alloc_end() || e.offset + e.length < e.offset) {
+        return Status::Corruption("space map record out of range");
+      }
+      const bool ok =
+          e.free ? live[e.vdev].Remove(e.offset, e.length) : live[e.vdev].Add(e.offset, e.length);
+      if (!ok) {
+        return Status::Corruption(
+            std::string("space map: ") + (e.free ? "free of unallocated" : "double allocation") +
+            " at vdev " + std::to_string(e.vdev) + " offset " + std::to_string(e.offset));
+      }
+    }
+  }
+  uint64_t total_free = 0;
+  for (auto& v : vdevs) {
+    for (auto [s, e] : live[v->id()].ranges()) VS_CHECK(free[v->id()].Remove(s, e - s));
+  }
+  std::vector<BlockPtr> meta = mos.space_map;
+  meta.push_back(ub.rootbp);
+  for (const auto& bp : meta) {
+    const Dva& d = bp.dva[0];
+    if (!free[d.vdev].Remove(d.offset, d.asize())) {
+      return Status::Corruption("metadata block overlaps allocated space: " + bp.ToString());
+    }
+  }
+  for (auto& f : free) total_free += f.total();
+  free_bytes = total_free;
+  for (const auto& d : mos.datasets) {
+    if (!d.root.IsHole()) {
+      std::vector<uint8_t> buf(kIndirectBlockSize);
+      if (d.root.lsize != kIndirectBlockSize) return Status::Corruption("bad root of " + d.name);
+      VS_RETURN_IF_ERROR(ReadBlock(d.root, buf.data()).WithContext(d.name));
+    }
+  }
+  sm_bps = mos.space_map;
+  mos_bp = ub.rootbp;
+  props = mos.props;
+  next_id = mos.next_id;
+  volumes.clear();
+  for (const auto& d : mos.datasets) {
+    auto vol = std::make_shared<Volume>(this, d);
+    auto it = d.props.find("refreservation");
+    const std::string r = it == d.props.end() ? "0" : it->second;
+    vol->refreservation =
+        r == "auto" ? FullReservation(*this, d.volsize, d.volblocksize) : std::stoull(r);
+    volumes[d.name] = vol;
+  }
+  create_time = std::strtoull(props["creation"].c_str(), nullptr, 10);
+  synced_txg = ub.txg;
+  RecomputeReservations();
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> devices,
+                                           const PoolImportOptions& options) {
+  if (devices.empty()) return Status::InvalidArgument("no devices to import from");
+  std::vector<LabelConfig> configs;
+  for (auto& d : devices) {
+    auto c = Vdev::ReadLabelConfig(*d);
+    if (!c.ok()) {
+      return Status::InvalidArgument(d->name() + " is not a pool vdev: " + c.status().message());
+    }
+    configs.push_back(*c);
+  }
+  const LabelConfig* newest = &configs[0];
+  for (auto& c : configs) {
+    if (c.pool_guid != configs[0].pool_guid) {
+      return Status::InvalidArgument(devices[&c - &configs[0]]->name() +
+                                     " belongs to another pool ('" + c.name + "')");
+    }
+    if (c.txg > newest->txg) newest = &c;
+  }
+  if (newest->state == PoolState::kDestroyed) {
+    return Status::NotFound("pool '" + newest->name + "' was destroyed");
+  }
+  if (newest->state == PoolState::kActive && !options.allow_active) {
+    return Status::Busy("pool '" + newest->name +
+                        "' is marked active (in use or not exported); use -f to import");
+  }
+  const size_t n = newest->vdev_guids.size();
+  std::vector<bdev::BlockDevicePtr> by_id(n);
+  for (size_t i = 0; i < devices.size(); i++) {
+    const auto& c = configs[i];
+    if (c.vdev_id >= n || newest->vdev_guids[c.vdev_id] != c.vdev_guid) {
+      return Status::InvalidArgument(devices[i]->name() + " is not a vdev of pool '" +
+                                     newest->name + "'");
+    }
+    if (by_id[c.vdev_id]) {
+      return Status::InvalidArgument(devices[i]->name() + ": vdev " + std::to_string(c.vdev_id) +
+                                     " given twice");
+    }
+    by_id[c.vdev_id] = devices[i];
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!by_id[i]) {
+      return Status::NotFound("pool '" + newest->name + "': vdev " + std::to_string(i) +
+                              " is missing");
+    }
+  }
+  auto impl = std::make_unique<PoolImpl>();
+  impl->name = newest->name;
+  impl->pool_guid = newest->pool_guid;
+  impl->ashift = newest->ashift;
+  impl->tuning = options.tuning;
+  impl->vdev_guids = newest->vdev_guids;
+  for (size_t i = 0; i < n; i++) {
+    impl->vdevs.push_back(
+        std::make_unique<Vdev>(by_id[i], static_cast<uint32_t>(i), newest->vdev_guids[i]));
+    impl->guid_sum += newest->vdev_guids[i];
+  }
+  std::vector<Uberblock> ubs;
+  uint64_t max_txg = 0;
+  for (auto& v : impl->vdevs) {
+    for (auto& ub : v->ReadUberblocks()) {
+      if (ub.pool_guid != impl->pool_guid || ub.guid_sum != impl->guid_sum || ub.vdev_count != n) {
+        continue;
+      }
+      max_txg = std::max(max_txg, ub.txg);
+      ubs.push_back(ub);
+    }
+  }
+  std::sort(ubs.begin(), ubs.end(),
+            [](const Uberblock& a, const Uberblock& b) { return a.txg > b.txg; });
+  Status last = Status::Corruption("no valid uberblock");
+  bool loaded = false;
+  std::vector<Uberblock> tried;
+  for (const auto& ub : ubs) {
+    if (options.max_txg != 0 && ub.txg > options.max_txg) continue;
+    if (std::find(tried.begin(), tried.end(), ub) != tried.end()) continue;
+    tried.push_back(ub);
+    Status st = impl->LoadFrom(ub);
+    if (st.ok()) {
+      loaded = true;
+      break;
+    }
+    last = st.WithContext("txg " + std::to_string(ub.txg));
+  }
+  if (!loaded) {
+    return Status::Corruption("pool '" + impl->name + "' cannot be imported: " + last.message());
+  }
+  impl->open_txg = max_txg + 1;
+  if (newest->state != PoolState::kActive) {
+    VS_RETURN_IF_ERROR(impl->WriteLabels(PoolState::kActive, impl->synced_txg));
+  }
+  impl->StartSyncThread();
+  return std::make_shared<Pool>(std::move(impl));
+}
+
+std::vector<DiscoveredPool> DiscoverPools(
+    const std::vector<std::pair<std::string, bdev::BlockDevicePtr>>& devices) {
+  std::map<uint64_t, DiscoveredPool> pools;
+  std::map<uint64_t, uint64_t> newest;
+  for (const auto& [path, dev] : devices) {
+    auto c = Vdev::ReadLabelConfig(*dev);
+    if (!c.ok()) continue;
+    auto& p = pools[c->pool_guid];
+    if (p.vdevs.empty() || c->txg >= newest[c->pool_guid]) {
+      newest[c->pool_guid] = c->txg;
+      p.name = c->name;
+      p.guid = c->pool_guid;
+      p.state = PoolStateName(c->state);
+      p.txg = c->txg;
+      p.vdev_count = c->vdev_guids.size();
+    }
+    bool dup = false;
+    for (auto& [id, _] : p.vdevs) dup |= id == c->vdev_id;
+    if (!dup) p.vdevs.emplace_back(c->vdev_id, path);
+  }
+  std::vector<DiscoveredPool> out;
+  for (auto& [g, p] : pools) {
+    std::sort(p.vdevs.begin(), p.vdevs.end());
+    out.push_back(std::move(p));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const DiscoveredPool& a, const DiscoveredPool& b) { return a.name < b.name; });
+  return out;
+}
+
+}  // namespace volstack::pool

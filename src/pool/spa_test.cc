@@ -1,0 +1,459 @@
+// Pool engine tests on memory and fault devices: create/import, volume I/O (full, partial,
+// concurrent RMW), holes and the allocation query, properties, growth, destroy, space
+// accounting (checked by CheckPool after every scenario), bad input and bit rot.
+#include "pool/spa.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "bdev/fault_device.h"
+#include "bdev/memory_device.h"
+#include "pool/checker.h"
+#include "pool/label_format.h"
+#include "pool/pool_impl.h"
+
+namespace volstack::pool {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+PoolTuning TestTuning() {
+  PoolTuning t;
+  t.sync_thread = false;
+  t.dirty_max_bytes = 16 * kMiB;
+  return t;
+}
+
+std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng() | 1);
+  return v;
+}
+
+void ExpectConsistent(Pool& pool, bool verify_data = true) {
+  auto r = CheckPool(pool, verify_data);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->ok()) << r->Summary();
+}
+
+struct Fixture {
+  std::vector<bdev::BlockDevicePtr> devs;
+  std::shared_ptr<Pool> pool;
+};
+
+Fixture MakePool(int nvdevs = 1, uint64_t size = 128 * kMiB) {
+  Fixture f;
+  for (int i = 0; i < nvdevs; i++) f.devs.push_back(bdev::MemoryDevice::Create(size));
+  PoolCreateOptions o;
+  o.tuning = TestTuning();
+  auto p = Pool::Create("trunk", f.devs, o);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  f.pool = *p;
+  return f;
+}
+
+TEST(PoolTest, CreateWriteReadImport) {
+  auto f = MakePool();
+  VolumeOptions vo;
+  vo.volsize = 16 * kMiB;
+  ASSERT_TRUE(f.pool->CreateVolume("trunk/funk", vo).ok());
+  auto dev = f.pool->OpenVolume("trunk/funk");
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  EXPECT_EQ((*dev)->size(), 16 * kMiB);
+  EXPECT_EQ((*dev)->geometry().physical_block_size, 16384u);
+  auto data = Pattern(kMiB, 1);
+  ASSERT_TRUE((*dev)->Write(3 * kMiB, data).ok());
+  std::vector<uint8_t> back(kMiB);
+  ASSERT_TRUE((*dev)->Read(3 * kMiB, back).ok());
+  EXPECT_EQ(back, data);
+  ASSERT_TRUE((*dev)->Flush().ok());
+  ASSERT_TRUE((*dev)->Read(3 * kMiB, back).ok());
+  EXPECT_EQ(back, data);
+  ExpectConsistent(*f.pool);
+  dev->reset();
+  ASSERT_TRUE(f.pool->Export().ok());
+  f.pool.reset();
+
+  PoolImportOptions io;
+  io.tuning = TestTuning();
+  io.allow_active = false;
+  // Any order of vdevs works; here there is one.
+  auto p = Pool::Import(f.devs, io);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ((*p)->name(), "trunk");
+  auto dev2 = (*p)->OpenVolume("trunk/funk");
+  ASSERT_TRUE(dev2.ok());
+  std::fill(back.begin(), back.end(), 0);
+  ASSERT_TRUE((*dev2)->Read(3 * kMiB, back).ok());
+  EXPECT_EQ(back, data);
+  std::vector<uint8_t> zero(4096), z2(4096);
+  ASSERT_TRUE((*dev2)->Read(0, z2).ok());
+  EXPECT_EQ(z2, zero);
+  ExpectConsistent(**p);
+}
+
+TEST(PoolTest, ImportRefusesActivePoolWhenAsked) {
+  auto f = MakePool();
+  ASSERT_TRUE(f.pool->Close().ok());
+  PoolImportOptions io;
+  io.tuning = TestTuning();
+  io.allow_active = false;
+  auto p = Pool::Import(f.devs, io);
+  EXPECT_EQ(p.status().code(), EBUSY);
+  io.allow_active = true;
+  EXPECT_TRUE(Pool::Import(f.devs, io).ok());
+}
+
+TEST(PoolTest, PartialWritesAndUnalignedRanges) {
+  auto f = MakePool();
+  VolumeOptions vo;
+  vo.volsize = 4 * kMiB;
+  ASSERT_TRUE(f.pool->CreateVolume("trunk/v", vo).ok());
+  auto dev = *f.pool->OpenVolume("trunk/v");
+  std::vector<uint8_t> model(4 * kMiB, 0);
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 300; i++) {
+    const uint64_t off = (rng() % (model.size() / 512)) * 512;
+    const uint64_t len = std::min<uint64_t>((1 + rng() % 80) * 512, model.size() - off);
+    auto d = Pattern(len, rng());
+    ASSERT_TRUE(dev->Write(off, d).ok());
+    std::copy(d.begin(), d.end(), model.begin() + off);
+    if (i % 50 == 17) {
+      ASSERT_TRUE(dev->Flush().ok());
+    }
+    if (i % 70 == 3) {
+      const uint64_t zoff = (rng() % (model.size() / 512)) * 512;
+      const uint64_t zlen = std::min<uint64_t>((1 + rng() % 200) * 512, model.size() - zoff);
+      ASSERT_TRUE(dev->Discard(zoff, zlen).ok());
+      std::fill(model.begin() + zoff, model.begin() + zoff + zlen, 0);
+    }
+  }
+  std::vector<uint8_t> back(model.size());
+  ASSERT_TRUE(dev->Read(0, back).ok());
+  EXPECT_TRUE(back == model);
+  ASSERT_TRUE(dev->Flush().ok());
+  ASSERT_TRUE(dev->Read(0, back).ok());
+  EXPECT_TRUE(back == model);
+  ExpectConsistent(*f.pool);
+}
+
+TEST(PoolTest, ConcurrentPartialWritesToOneBlockAreNotLost) {
+  auto f = MakePool();
+  VolumeOptions vo;
+  vo.volsize = 2 * kMiB;
+  vo.volblocksize = 65536;
+  ASSERT_TRUE(f.pool->CreateVolume("trunk/v", vo).ok());
+  auto dev = *f.pool->OpenVolume("trunk/v");
+  // 8 threads each own a 512-byte sector in every 64K block; they write while commits run.
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; t++) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; round++) {
+        for (uint64_t blk = 0; blk < 32; blk++) {
+          std::vector<uint8_t> s(512, static_cast<uint8_t>(t * 31 + round + 1));
+          ASSERT_TRUE(dev->Write(blk * 65536 + t * 512, s).ok());
+        }
+        if (t == 0) {
+          ASSERT_TRUE(dev->Flush().ok());
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (uint64_t blk = 0; blk < 32; blk++) {
+    for (int t = 0; t < 8; t++) {
+      std::vector<uint8_t> s(512);
+      ASSERT_TRUE(dev->Read(blk * 65536 + t * 512, s).ok());
+      EXPECT_EQ(s[0], static_cast<uint8_t>(t * 31 + 19 + 1)) << blk << " " << t;
+      EXPECT_EQ(s[511], s[0]);
+    }
+  }
+  ExpectConsistent(*f.pool);
+}
+
+TEST(PoolTest, HolesCostNothingAndAllocationQuery) {
+  auto f = MakePool();
+  VolumeOptions vo;
+  vo.volsize = 64 * kMiB;
+  vo.sparse = true;
+  ASSERT_TRUE(f.pool->CreateVolume("trunk/s", vo).ok());
+  auto dev = *f.pool->OpenVolume("trunk/s");
+  const uint64_t before = f.pool->Info().allocated;
+  auto d = Pattern(64 * 1024, 3);
+  ASSERT_TRUE(dev->Write(kMiB, d).ok());
+  std::vector<uint8_t> zeros(64 * 1024, 0);
+  ASSERT_TRUE(dev->Write(8 * kMiB, zeros).ok());  // all-zero blocks are stored as holes
+  ASSERT_TRUE(dev->Flush().ok());
+  auto ds = *f.pool->GetDataset("trunk/s");
+  EXPECT_EQ(ds.referenced, 64 * 1024 + 2 * 16384);  // 4 data blocks, an L1 and an L2
+  auto ext = dev->QueryAllocation(0, 64 * kMiB);
+  ASSERT_TRUE(ext.ok());
+  std::vector<bdev::AllocationExtent> want = {
+      {0, kMiB, false}, {kMiB, 64 * 1024, true}, {kMiB + 64 * 1024, 63 * kMiB - 64 * 1024, false}};
+  EXPECT_EQ(*ext, want);
+  ASSERT_TRUE(dev->Discard(kMiB, 32 * 1024).ok());  // frees two blocks
+  ASSERT_TRUE(dev->Flush().ok());
+  EXPECT_EQ(f.pool->GetDataset("trunk/s")->referenced, 32 * 1024 + 2 * 16384);
+  ASSERT_TRUE(dev->WriteZeroes(kMiB + 32 * 1024, 32 * 1024).ok());
+  ASSERT_TRUE(dev->Flush().ok());
+  EXPECT_EQ(f.pool->GetDataset("trunk/s")->referenced, 0u);
+  ExpectConsistent(*f.pool);
+  // Frees are deferred two txgs, then the space is back.
+  for (int i = 0; i < 3; i++) {
+    ASSERT_TRUE(f.pool->SetProperty("trunk/s", "user:x", std::to_string(i)).ok());
+  }
+  EXPECT_LE(f.pool->Info().allocated, before + 64 * 1024);
+}
+
+TEST(PoolTest, ThickVolumeReservesSpaceAndEnospc) {
+  auto f = MakePool(1, 96 * kMiB);
+  VolumeOptions vo;
+  vo.volsize = 64 * kMiB;
+  auto ds = f.pool->CreateVolume("trunk/thick", vo);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  EXPECT_GE(ds->used, 64 * kMiB);
+  EXPECT_GE(ds->refreservation, 64 * kMiB);
+  // A second thick volume of the same size no longer fits.
+  auto again = f.pool->CreateVolume("trunk/thick2", vo);
+  EXPECT_EQ(again.status().code(), ENOSPC);
+  // A sparse one does, but writing it full hits ENOSPC instead of overcommitting.
+  vo.sparse = true;
+  ASSERT_TRUE(f.pool->CreateVolume("trunk/thin", vo).ok());
+  auto thin = *f.pool->OpenVolume("trunk/thin");
+  auto d = Pattern(kMiB, 5);
+  Status st;
+  for (uint64_t off = 0; off < 64 * kMiB && st.ok(); off += kMiB) st = thin->Write(off, d);
+  EXPECT_EQ(st.code(), ENOSPC);
+  ASSERT_TRUE(thin->Flush().ok());
+  // The thick volume can still be written entirely.
+  auto thick = *f.pool->OpenVolume("trunk/thick");
+  for (uint64_t off = 0; off < 64 * kMiB; off += kMiB) {
+    ASSERT_TRUE(thick->Write(off, d).ok()) << off;
+  }
+  ASSERT_TRUE(thick->Flush().ok());
+  ExpectConsistent(*f.pool, false);
+}
+
+TEST(PoolTest, StripesAcrossVdevsAndImportsInAnyOrder) {
+  auto f = MakePool(3, 64 * kMiB);
+  VolumeOptions vo;
+  vo.volsize = 48 * kMiB;
+  vo.sparse = true;
+  ASSERT_TRUE(f.pool->CreateVolume("trunk/st", vo).ok());
+  auto dev = *f.pool->OpenVolume("trunk/st");
+  auto d = Pattern(24 * kMiB, 9);
+  ASSERT_TRUE(dev->Write(0, d).ok());
+  ASSERT_TRUE(dev->Flush().ok());
+  auto info = f.pool->Info();
+  ASSERT_EQ(info.vdevs.size(), 3u);
+  for (auto& v : info.vdevs) {
+    EXPECT_GT(v.allocated, 4 * kMiB) << v.name;
+  }
+  dev.reset();
+  ASSERT_TRUE(f.pool->Export().ok());
+  f.pool.reset();
+  PoolImportOptions io;
+  io.tuning = TestTuning();
+  auto p = Pool::Import({f.devs[2], f.devs[0], f.devs[1]}, io);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  std::vector<uint8_t> back(d.size());
+  ASSERT_TRUE((*(*p)->OpenVolume("trunk/st"))->Read(0, back).ok());
+  EXPECT_TRUE(back == d);
+  // Missing a vdev: a clear error.
+  ASSERT_TRUE((*p)->Export().ok());
+  auto missing = Pool::Import({f.devs[0], f.devs[1]}, io);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("missing"), std::string::npos);
+}
+
+TEST(PoolTest, PropertiesGrowthAndDestroy) {
+  auto f = MakePool();
+  VolumeOptions vo;
+  vo.volsize = 4 * kMiB;
+  vo.volblocksize = 4096;
+  vo.props["user:owner"] = "seed";
+  ASSERT_TRUE(f.pool->CreateVolume("trunk/p", vo).ok());
+  EXPECT_EQ(f.pool->CreateVolume("trunk/p", vo).status().code(), EEXIST);
+  auto dev = *f.pool->OpenVolume("trunk/p");
+  auto d = Pattern(4 * kMiB, 11);
+  ASSERT_TRUE(dev->Write(0, d).ok());
+  // 4 MiB / 4K = 1024 blocks: 8 L1s under one L2. Grow past 128^2 blocks to add a level.
+  ASSERT_TRUE(f.pool->SetProperty("trunk/p", "volsize", "80M").ok());
+  EXPECT_EQ(dev->size(), 80 * kMiB);
+  ASSERT_TRUE(dev->Write(79 * kMiB, std::span<const uint8_t>(d.data(), kMiB)).ok());
+  ASSERT_TRUE(dev->Flush().ok());
+  EXPECT_EQ(f.pool->SetProperty("trunk/p", "volsize", "1M").code(), EOPNOTSUPP);
+  EXPECT_EQ(f.pool->SetProperty("trunk/p", "sync", "sometimes").code(), EINVAL);
+  EXPECT_EQ(f.pool->SetProperty("trunk/p", "used", "1").code(), EINVAL);
+  ASSERT_TRUE(f.pool->SetProperty("trunk/p", "checksum", "sha256").ok());
+  ASSERT_TRUE(dev->Write(kMiB, std::span<const uint8_t>(d.data(), 65536)).ok());
+  ASSERT_TRUE(f.pool->SetProperty("trunk/p", "sync", "always").ok());
+  ASSERT_TRUE(f.pool->SetProperty("trunk/p", "readonly", "on").ok());
+  dev.reset();
+  ASSERT_TRUE(f.pool->Export().ok());
+  f.pool.reset();
+  PoolImportOptions io;
+  io.tuning = TestTuning();
+  auto p = *Pool::Import(f.devs, io);
+  auto ds = *p->GetDataset("trunk/p");
+  EXPECT_EQ(ds.volsize, 80 * kMiB);
+  EXPECT_EQ(ds.props["user:owner"], "seed");
+  EXPECT_EQ(ds.props["checksum"], "sha256");
+  EXPECT_EQ(ds.props["sync"], "always");
+  auto ro = *p->OpenVolume("trunk/p");
+  EXPECT_TRUE(ro->read_only());
+  std::vector<uint8_t> back(kMiB);
+  ASSERT_TRUE(ro->Read(79 * kMiB, back).ok());
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), d.begin()));
+  ASSERT_TRUE(ro->Read(0, back).ok());
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), d.begin()));
+  EXPECT_EQ(p->DestroyVolume("trunk/p").code(), EBUSY);
+  ro.reset();
+  ExpectConsistent(*p);
+  ASSERT_TRUE(p->DestroyVolume("trunk/p").ok());
+  EXPECT_EQ(p->GetDataset("trunk/p").status().code(), ENOENT);
+  ExpectConsistent(*p);
+  for (int i = 0; i < 3; i++) ASSERT_TRUE(p->SetPoolProperty("comment", "x").ok());
+  // All space but the MOS and the (condensed or short) space map is free again.
+  EXPECT_LT(p->Info().allocated, kMiB);
+}
+
+TEST(PoolTest, BadInput) {
+  auto small = bdev::MemoryDevice::Create(32 * kMiB);
+  EXPECT_EQ(Pool::Create("trunk", {small}).status().code(), EINVAL);
+  auto dev = bdev::MemoryDevice::Create(128 * kMiB);
+  EXPECT_EQ(Pool::Create("mirror1", {dev}).status().code(), EINVAL);
+  EXPECT_EQ(Pool::Create("1abc", {dev}).status().code(), EINVAL);
+  EXPECT_EQ(Pool::Create("a", {dev, dev}).status().code(), EINVAL);
+  PoolCreateOptions o;
+  o.ashift = 20;
+  EXPECT_EQ(Pool::Create("a", {dev}, o).status().code(), EINVAL);
+  // Not a pool: import says so.
+  auto imp = Pool::Import({dev});
+  EXPECT_EQ(imp.status().code(), EINVAL);
+  EXPECT_NE(imp.status().message().find("not a pool vdev"), std::string::npos);
+  o.ashift = 12;
+  o.tuning = TestTuning();
+  auto p = *Pool::Create("a", {dev}, o);
+  // A vdev of a live pool is not taken without force.
+  EXPECT_EQ(Pool::Create("b", {dev}, o).status().code(), EBUSY);
+  VolumeOptions vo;
+  vo.volsize = 1000;
+  EXPECT_EQ(p->CreateVolume("a/v", vo).status().code(), EINVAL);
+  vo.volsize = kMiB;
+  vo.volblocksize = 3000;
+  EXPECT_EQ(p->CreateVolume("a/v", vo).status().code(), EINVAL);
+  vo.volblocksize = 16384;
+  EXPECT_EQ(p->CreateVolume("b/v", vo).status().code(), ENOENT);
+  EXPECT_EQ(p->CreateVolume("a/x/v", vo).status().code(), ENOENT);
+  EXPECT_EQ(p->CreateVolume("a/v@snap", vo).status().code(), EINVAL);
+  EXPECT_EQ(p->OpenVolume("a/none").status().code(), ENOENT);
+  ASSERT_TRUE(p->Destroy().ok());
+  EXPECT_EQ(Pool::Import({dev}).status().code(), ENOENT);  // destroyed
+  // Destroyed pools' vdevs are free for reuse.
+  EXPECT_TRUE(Pool::Create("c", {dev}, o).ok());
+}
+
+TEST(PoolTest, DataBitFlipGivesEioNotWrongBytes) {
+  auto fault = bdev::FaultDevice::CreateInMemory(128 * kMiB, 512, 1);
+  PoolCreateOptions o;
+  o.tuning = TestTuning();
+  auto p = *Pool::Create("trunk", {fault}, o);
+  VolumeOptions vo;
+  vo.volsize = 8 * kMiB;
+  vo.volblocksize = 4096;
+  ASSERT_TRUE(p->CreateVolume("trunk/v", vo).ok());
+  auto dev = *p->OpenVolume("trunk/v");
+  auto d = Pattern(4096, 4);
+  ASSERT_TRUE(dev->Write(0, d).ok());
+  ASSERT_TRUE(dev->Flush().ok());
+  // Find the data block through the tree and rot one bit of it.
+  BlockPtr data_bp;
+  for (auto& [name, v] : p->impl()->volumes) {
+    ASSERT_TRUE(v->Walk([&](const BlockPtr& bp) {
+                   if (bp.level == 0) data_bp = bp;
+                   return Status::Ok();
+                 }).ok());
+  }
+  ASSERT_FALSE(data_bp.IsHole());
+  ASSERT_TRUE(fault->FlipBits(data_bp.dva[0].offset, 4096, 1).ok());
+  std::vector<uint8_t> back(4096);
+  EXPECT_EQ(dev->Read(0, back).code(), EIO);
+  auto r = *CheckPool(*p, true);
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(PoolTest, MosBitFlipFallsBackToOlderUberblock) {
+  auto fault = bdev::FaultDevice::CreateInMemory(128 * kMiB, 512, 2);
+  PoolCreateOptions o;
+  o.tuning = TestTuning();
+  auto p = *Pool::Create("trunk", {fault}, o);
+  VolumeOptions vo;
+  vo.volsize = 8 * kMiB;
+  ASSERT_TRUE(p->CreateVolume("trunk/v", vo).ok());
+  auto dev = *p->OpenVolume("trunk/v");
+  auto d1 = Pattern(16384, 1), d2 = Pattern(16384, 2);
+  ASSERT_TRUE(dev->Write(0, d1).ok());
+  ASSERT_TRUE(dev->Flush().ok());
+  ASSERT_TRUE(dev->Write(0, d2).ok());
+  ASSERT_TRUE(dev->Flush().ok());
+  const BlockPtr newest_mos = p->impl()->mos_bp;
+  const uint64_t newest = p->impl()->synced_txg;
+  dev.reset();
+  ASSERT_TRUE(p->Close().ok());
+  p.reset();
+  ASSERT_TRUE(fault->FlipBits(newest_mos.dva[0].offset, 512, 3).ok());
+  PoolImportOptions io;
+  io.tuning = TestTuning();
+  auto q = Pool::Import({fault}, io);
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ((*q)->impl()->synced_txg.load(), newest - 1);
+  std::vector<uint8_t> back(16384);
+  ASSERT_TRUE((*(*q)->OpenVolume("trunk/v"))->Read(0, back).ok());
+  EXPECT_EQ(back, d1);
+  ExpectConsistent(**q);
+  // New txgs continue past the damaged one.
+  EXPECT_GT((*q)->impl()->open_txg, newest);
+}
+
+TEST(PoolTest, DiscoverFindsPoolsByLabel) {
+  auto a = MakePool(2, 64 * kMiB);
+  auto other = bdev::MemoryDevice::Create(64 * kMiB);
+  std::vector<std::pair<std::string, bdev::BlockDevicePtr>> devs = {
+      {"/x/b", a.devs[1]}, {"/x/junk", other}, {"/x/a", a.devs[0]}};
+  auto found = DiscoverPools(devs);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].name, "trunk");
+  EXPECT_EQ(found[0].state, "ACTIVE");
+  EXPECT_TRUE(found[0].complete());
+  EXPECT_EQ(found[0].vdevs[0].second, "/x/a");
+}
+
+TEST(PoolTest, ThrottleKeepsDirtyDataBounded) {
+  Fixture f;
+  f.devs.push_back(bdev::MemoryDevice::Create(256 * kMiB));
+  PoolCreateOptions o;
+  o.tuning.dirty_max_bytes = 4 * kMiB;
+  o.tuning.sync_thread = true;
+  auto p = *Pool::Create("trunk", f.devs, o);
+  VolumeOptions vo;
+  vo.volsize = 128 * kMiB;
+  vo.sparse = true;
+  ASSERT_TRUE(p->CreateVolume("trunk/v", vo).ok());
+  auto dev = *p->OpenVolume("trunk/v");
+  auto d = Pattern(kMiB, 8);
+  uint64_t peak = 0;
+  for (uint64_t off = 0; off < 64 * kMiB; off += kMiB) {
+    ASSERT_TRUE(dev->Write(off, d).ok());
+    peak = std::max(peak, p->impl()->dirty_bytes.load());
+  }
+  EXPECT_LE(peak, 4 * kMiB + kMiB);
+  ASSERT_TRUE(dev->Flush().ok());
+  ExpectConsistent(*p, false);
+}
+
+}  // namespace
+}  // namespace volstack::pool

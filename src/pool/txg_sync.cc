@@ -1,0 +1,246 @@
+// Transaction-group commit. See spa.cc for the theory; this file is the commit itself:
+//
+//   1. quiesce: under mu, every volume's open map becomes its syncing map; open_txg++.
+//   2. write data blocks, then indirect blocks bottom-up, to freshly allocated space
+//      (never over a live block); old pointers are freed into this txg's deferred list.
+//   3. free the trees of destroyed volumes.
+//   4. append this txg's alloc/free records to the space map (or condense it), write the
+//      MOS block.
+//   5. flush every vdev; write the uberblock into every label of every vdev; flush again.
+//   6. release frees of txg - kTxgDefer to the allocator; drop the syncing maps.
+//
+// A failure at any step suspends the pool (failed = true): later writes and syncs return
+// EIO; what is on disk is the previous txg, intact.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "pool/pool_impl.h"
+
+namespace volstack::pool {
+
+Result<Dva> SyncContext::Allocate(uint64_t size, Volume* owner) {
+  VS_ASSIGN_OR_RETURN(Dva dva, pool->AllocateLocked(size));
+  if (owner != nullptr) {
+    VS_CHECK(allocs[dva.vdev].Add(dva.offset, dva.asize()));
+    VS_CHECK(pool->live[dva.vdev].Add(dva.offset, dva.asize()));
+    owner->AdjustUsed(static_cast<int64_t>(dva.asize()));
+  }
+  return dva;
+}
+
+Status SyncContext::Free(const BlockPtr& bp, Volume* owner) {
+  for (const Dva& d : bp.dva) {
+    if (d.empty()) continue;
+    if (d.vdev >= pool->vdevs.size() || !pool->live[d.vdev].Remove(d.offset, d.asize())) {
+      return Status::Corruption("freeing a block that is not allocated: " + bp.ToString());
+    }
+    VS_CHECK(frees[d.vdev].Add(d.offset, d.asize()));
+    deferred.push_back(d);
+    if (owner != nullptr) owner->AdjustUsed(-static_cast<int64_t>(d.asize()));
+  }
+  return Status::Ok();
+}
+
+Status SyncContext::Write(const Dva& dva, std::span<const uint8_t> data) {
+  if (!batch.empty() && (dva.vdev != batch_vdev || dva.offset != batch_offset + batch.size() ||
+                         batch.size() + data.size() > (1u << 20))) {
+    VS_RETURN_IF_ERROR(FlushWrites());
+  }
+  if (batch.empty()) {
+    batch_vdev = dva.vdev;
+    batch_offset = dva.offset;
+  }
+  batch.insert(batch.end(), data.begin(), data.end());
+  // Pad to the allocated size so the next contiguous block lines up.
+  batch.resize(batch.size() + (dva.asize() - data.size()), 0);
+  return Status::Ok();
+}
+
+Status SyncContext::FlushWrites() {
+  if (batch.empty()) return Status::Ok();
+  Status st = pool->vdevs[batch_vdev]->device()->Write(batch_offset, batch);
+  batch.clear();
+  return st;
+}
+
+Result<Dva> PoolImpl::AllocateLocked(uint64_t size) {
+  const uint64_t asz = asize(size);
+  const uint32_t n = static_cast<uint32_t>(vdevs.size());
+  for (uint32_t k = 0; k < n; k++) {
+    const uint32_t v = (rotor + k) % n;
+    auto off = free[v].FindFit(asz, cursor[v], uint64_t{1} << ashift);
+    if (!off) continue;
+    VS_CHECK(free[v].Remove(*off, asz));
+    free_bytes -= asz;
+    cursor[v] = *off + asz;
+    if (v != rotor) {
+      rotor = v;
+      rotor_bytes = 0;
+    }
+    rotor_bytes += asz;
+    if (rotor_bytes >= kStripeUnit) {
+      rotor = (rotor + 1) % n;
+      rotor_bytes = 0;
+    }
+    Dva d;
+    d.vdev = v;
+    d.asize_sectors = static_cast<uint32_t>(asz >> 9);
+    d.offset = *off;
+    return d;
+  }
+  return Status::NoSpace("pool " + name + ": out of space");
+}
+
+void PoolImpl::ReleaseLocked(const Dva& dva) {
+  VS_CHECK(free[dva.vdev].Add(dva.offset, dva.asize()));
+  free_bytes += dva.asize();
+}
+
+Status PoolImpl::WriteMetaBlock(SyncContext& ctx, BlockType type, std::vector<uint8_t> data,
+                                BlockPtr* bp) {
+  data.resize(asize(data.size()), 0);
+  if (data.size() > kMaxMetaBlock) return Status::NoSpace("metadata block too large");
+  *bp = BlockPtr{};
+  VS_ASSIGN_OR_RETURN(bp->dva[0], ctx.Allocate(data.size(), nullptr));
+  bp->lsize = bp->psize = static_cast<uint32_t>(data.size());
+  bp->cksum = ChecksumType::kXxh3_128;
+  bp->type = type;
+  bp->fill = 1;
+  bp->birth = ctx.txg;
+  bp->checksum = ComputeChecksum(bp->cksum, data);
+  VS_RETURN_IF_ERROR(ctx.Write(bp->dva[0], data));
+  return ctx.FlushWrites();
+}
+
+Status PoolImpl::FlushAll() {
+  for (auto& v : vdevs) VS_RETURN_IF_ERROR(v->device()->Flush());
+  return Status::Ok();
+}
+
+Status PoolImpl::Sync() {
+  std::lock_guard l(sync_mu);
+  return SyncLocked();
+}
+
+Status PoolImpl::SyncLocked() {
+  if (failed) return Status::IoError("pool " + name + " is suspended after a failed commit");
+  // 1. quiesce
+  std::vector<std::shared_ptr<Volume>> vols, destroyed;
+  MosPhys mos;
+  uint64_t txg;
+  size_t dirty_entries = 0;
+  {
+    std::lock_guard l(mu);
+    for (auto& [n, v] : volumes) {
+      dirty_entries += v->Quiesce();
+      vols.push_back(v);
+    }
+    destroyed.swap(pending_destroy);
+    for (auto& v : destroyed) dirty_entries += v->Quiesce();
+    if (dirty_entries == 0 && destroyed.empty() && !mos_dirty) return Status::Ok();
+    txg = open_txg++;
+    mos_dirty = false;
+    mos.props = props;
+    mos.next_id = next_id;
+  }
+  SyncContext ctx;
+  ctx.txg = txg;
+  ctx.pool = this;
+  ctx.allocs.resize(vdevs.size());
+  ctx.frees.resize(vdevs.size());
+  auto fail = [&](const Status& st) {
+    failed = true;
+    cv.notify_all();
+    return st.WithContext("pool " + name + ": commit of txg " + std::to_string(txg));
+  };
+  // 2./3. trees
+  for (auto& v : vols) {
+    Status st = v->SyncTree(ctx);
+    if (!st.ok()) return fail(st);
+  }
+  uint64_t released = 0;
+  for (auto& v : destroyed) {
+    released += v->FinishSync();
+    Status st = v->FreeTree(ctx);
+    if (!st.ok()) return fail(st);
+  }
+  // 4. space map and MOS
+  std::vector<BlockPtr> old_meta;
+  std::vector<SpaceMapEntry> entries;
+  auto collect = [&](const std::vector<RangeSet>& sets, bool is_free) {
+    for (uint32_t v = 0; v < sets.size(); v++) {
+      for (auto [s, e] : sets[v].ranges()) {
+        // Records hold at most 2^48-1 bytes each.
+        for (uint64_t o = s; o < e; o += (uint64_t{1} << 47)) {
+          entries.push_back({is_free, v, o, std::min(e - o, uint64_t{1} << 47)});
+        }
+      }
+    }
+  };
+  std::vector<BlockPtr> new_sm = sm_bps;
+  if (sm_bps.size() >= tuning.condense_blocks) {
+    collect(live, false);
+    old_meta = sm_bps;
+    new_sm.clear();
+  } else {
+    collect(ctx.frees, true);
+    collect(ctx.allocs, false);
+  }
+  for (size_t i = 0; i < entries.size(); i += kSpaceMapEntriesPerBlock) {
+    const size_t n = std::min(kSpaceMapEntriesPerBlock, entries.size() - i);
+    BlockPtr bp;
+    Status st = WriteMetaBlock(
+        ctx, BlockType::kSpaceMap,
+        EncodeSpaceMapBlock(std::span<const SpaceMapEntry>(entries.data() + i, n)), &bp);
+    if (!st.ok()) return fail(st);
+    new_sm.push_back(bp);
+  }
+  mos.txg = txg;
+  mos.space_map = new_sm;
+  for (auto& v : vols) mos.datasets.push_back(v->phys());
+  BlockPtr new_mos;
+  if (Status st = WriteMetaBlock(ctx, BlockType::kMos, EncodeMos(mos), &new_mos); !st.ok()) {
+    return fail(st);
+  }
+  old_meta.push_back(mos_bp);
+  // 5. make the tree durable, then point at it.
+  if (Status st = FlushAll(); !st.ok()) return fail(st);
+  Uberblock ub;
+  ub.txg = txg;
+  ub.guid_sum = guid_sum;
+  ub.timestamp = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                           std::chrono::system_clock::now().time_since_epoch())
+                                           .count());
+  ub.pool_guid = pool_guid;
+  ub.vdev_count = vdevs.size();
+  ub.rootbp = new_mos;
+  for (auto& v : vdevs) {
+    if (Status st = v->WriteUberblock(ub); !st.ok()) return fail(st);
+  }
+  if (Status st = FlushAll(); !st.ok()) return fail(st);
+  // 6. txg is durable.
+  sm_bps = std::move(new_sm);
+  mos_bp = new_mos;
+  for (const auto& bp : old_meta) {
+    for (const Dva& d : bp.dva) {
+      if (!d.empty()) ctx.deferred.push_back(d);
+    }
+  }
+  deferred[txg] = std::move(ctx.deferred);
+  while (!deferred.empty() && deferred.begin()->first + kTxgDefer <= txg) {
+    for (const Dva& d : deferred.begin()->second) ReleaseLocked(d);
+    deferred.erase(deferred.begin());
+  }
+  for (auto& v : vols) released += v->FinishSync();
+  {
+    std::lock_guard l(mu);
+    dirty_bytes -= released;
+    synced_txg = txg;
+    RecomputeReservations();
+  }
+  cv.notify_all();
+  return Status::Ok();
+}
+
+}  // namespace volstack::pool

@@ -1,0 +1,42 @@
+// Vdev: one leaf device of a pool and the label I/O on it (labels, uberblock ring). Data
+// blocks are read and written through device() directly by the pool. Thread-safe: all state
+// is immutable after construction; I/O goes to the (thread-safe) BlockDevice.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bdev/block_device.h"
+#include "pool/label_format.h"
+
+namespace volstack::pool {
+
+class Vdev {
+ public:
+  Vdev(bdev::BlockDevicePtr device, uint32_t id, uint64_t guid)
+      : device_(std::move(device)), id_(id), guid_(guid) {}
+
+  const bdev::BlockDevicePtr& device() const { return device_; }
+  uint32_t id() const { return id_; }
+  uint64_t guid() const { return guid_; }
+  uint64_t size() const { return device_->size(); }
+  uint64_t alloc_start() const { return kAllocStart; }
+  uint64_t alloc_end() const { return AllocEnd(size()); }
+
+  // Writes the config into labels with the given parity (0: L0,L2; 1: L1,L3).
+  Status WriteLabelConfigs(const LabelConfig& config, int parity);
+  // Writes `ub` into slot txg % kUberSlots of all four labels.
+  Status WriteUberblock(const Uberblock& ub);
+  // Every uberblock that decodes, from all four labels.
+  std::vector<Uberblock> ReadUberblocks();
+
+  // The newest valid config among the four labels, or the first error.
+  static Result<LabelConfig> ReadLabelConfig(bdev::BlockDevice& device);
+
+ private:
+  bdev::BlockDevicePtr device_;
+  uint32_t id_;
+  uint64_t guid_;
+};
+
+}  // namespace volstack::pool

@@ -1,0 +1,548 @@
+#include "pool/volume.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "pool/pool_impl.h"
+#include "util/coding.h"
+
+namespace volstack::pool {
+
+namespace {
+bool AllZero(const uint8_t* p, size_t n) {
+  static const uint8_t kZero[4096] = {};
+  while (n > 0) {
+    const size_t k = std::min(n, sizeof kZero);
+    if (std::memcmp(p, kZero, k) != 0) return false;
+    p += k;
+    n -= k;
+  }
+  return true;
+}
+}  // namespace
+
+uint32_t LevelsFor(uint64_t nblocks) {
+  uint32_t levels = 1;
+  uint64_t cap = kBpsPerIndirect;
+  while (cap < nblocks) {
+    levels++;
+    cap <<= kIndirectShift;
+  }
+  return levels;
+}
+
+Volume::Volume(PoolImpl* pool, DatasetPhys phys)
+    : pool_(pool),
+      vbs_(phys.volblocksize),
+      volsize_(phys.volsize),
+      used_(phys.used),
+      phys_(std::move(phys)) {}
+
+Volume::~Volume() {
+  std::lock_guard l(tree_mu_);
+  pool_->cache_bytes -= cache_.size() * uint64_t{kIndirectBlockSize};
+}
+
+DatasetPhys Volume::phys() const {
+  std::lock_guard l(tree_mu_);
+  DatasetPhys p = phys_;
+  p.used = used_.load();
+  p.volsize = volsize_.load();
+  return p;
+}
+
+void Volume::SetProps(std::map<std::string, std::string> props) {
+  std::lock_guard l(tree_mu_);
+  phys_.props = std::move(props);
+}
+
+std::string Volume::Prop(const std::string& key, const std::string& dflt) const {
+  std::lock_guard l(tree_mu_);
+  auto it = phys_.props.find(key);
+  return it == phys_.props.end() ? dflt : it->second;
+}
+
+ChecksumType Volume::checksum_type() const {
+  auto t = ParseChecksumName(Prop("checksum", "on"));
+  return t.ok() ? *t : ChecksumType::kXxh3_128;
+}
+
+void Volume::AddResizeListener(void* key, std::function<void(uint64_t)> fn) {
+  std::lock_guard l(mu_);
+  listeners_[key] = std::move(fn);
+}
+
+void Volume::RemoveResizeListener(void* key) {
+  std::lock_guard l(mu_);
+  listeners_.erase(key);
+}
+
+Status Volume::Grow(uint64_t new_size) {
+  {
+    std::lock_guard l(tree_mu_);
+    if (new_size < volsize_.load()) {
+      return Status::NotSupported("shrinking a volume is not supported");
+    }
+    if (new_size % vbs_ != 0) {
+      return Status::InvalidArgument("volsize must be a multiple of volblocksize");
+    }
+    const uint32_t want = LevelsFor(new_size / vbs_);
+    while (phys_.levels < want) {
+      // The old root becomes child 0 of a new root one level up.
+      auto ind = std::make_shared<Indirect>();
+      ind->bps[0] = phys_.root;
+      ind->dirty = true;
+      phys_.root = BlockPtr{};
+      phys_.levels++;
+      InsertCacheLocked(Key(phys_.levels, 0), ind);
+      grown_dirty_.insert(Key(phys_.levels, 0));
+    }
+    volsize_.store(new_size);
+    phys_.volsize = new_size;
+  }
+  std::lock_guard l(mu_);
+  for (auto& [k, fn] : listeners_) fn(new_size);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------
+// Tree lookups (tree_mu_ held)
+
+void Volume::InsertCacheLocked(uint64_t key, std::shared_ptr<Indirect> ind) {
+  if (cache_.emplace(key, std::move(ind)).second) pool_->cache_bytes += kIndirectBlockSize;
+}
+
+Result<std::shared_ptr<Volume::Indirect>> Volume::LoadIndirect(const BlockPtr& bp) {
+  auto ind = std::make_shared<Indirect>();
+  if (bp.IsHole()) return ind;
+  if (bp.type != BlockType::kVolIndirect || bp.lsize != kIndirectBlockSize) {
+    return Status::IoError(phys_.name + ": corrupt indirect block pointer " + bp.ToString());
+  }
+  std::vector<uint8_t> buf(kIndirectBlockSize);
+  VS_RETURN_IF_ERROR(pool_->ReadBlock(bp, buf.data()));
+  for (uint32_t i = 0; i < kBpsPerIndirect; i++) {
+    auto child = DecodeBlockPtr(std::span<const uint8_t>(buf.data() + i * kBlkptrSize, 128));
+    if (!child.ok()) return Status::IoError(phys_.name + ": " + child.status().message());
+    const BlockType want = bp.level == 1 ? BlockType::kVolData : BlockType::kVolIndirect;
+    if (!child->IsHole() && (child->type != want || child->level + 1 != bp.level)) {
+      return Status::IoError(phys_.name + ": indirect block holds a wrong pointer");
+    }
+    ind->bps[i] = *child;
+  }
+  return ind;
+}
+
+Result<BlockPtr> Volume::LookupL0Locked(uint64_t blkid, uint64_t* hole_span) {
+  *hole_span = 1;
+  if (auto it = cache_.find(Key(1, blkid >> kIndirectShift)); it != cache_.end()) {
+    return it->second->bps[blkid & (kBpsPerIndirect - 1)];
+  }
+  BlockPtr parent = phys_.root;
+  for (uint32_t l = phys_.levels; l >= 1; l--) {
+    const uint64_t index = blkid >> (kIndirectShift * l);
+    std::shared_ptr<Indirect> ind;
+    if (auto it = cache_.find(Key(l, index)); it != cache_.end()) {
+      ind = it->second;
+    } else {
+      if (parent.IsHole()) {
+        *hole_span = ((index + 1) << (kIndirectShift * l)) - blkid;
+        return BlockPtr{};
+      }
+      VS_ASSIGN_OR_RETURN(ind, LoadIndirect(parent));
+      InsertCacheLocked(Key(l, index), ind);
+    }
+    parent = ind->bps[(blkid >> (kIndirectShift * (l - 1))) & (kBpsPerIndirect - 1)];
+  }
+  return parent;
+}
+
+Result<std::shared_ptr<Volume::Indirect>> Volume::GetForWriteLocked(uint32_t level,
+                                                                    uint64_t index) {
+  if (auto it = cache_.find(Key(level, index)); it != cache_.end()) return it->second;
+  BlockPtr bp;
+  if (level == phys_.levels) {
+    VS_CHECK_OP(index, ==, 0u);
+    bp = phys_.root;
+  } else {
+    VS_ASSIGN_OR_RETURN(auto parent, GetForWriteLocked(level + 1, index >> kIndirectShift));
+    bp = parent->bps[index & (kBpsPerIndirect - 1)];
+  }
+  VS_ASSIGN_OR_RETURN(auto ind, LoadIndirect(bp));
+  InsertCacheLocked(Key(level, index), ind);
+  return ind;
+}
+
+void Volume::EvictClean() {
+  std::lock_guard l(tree_mu_);
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    if (!it->second->dirty && !grown_dirty_.count(it->first)) {
+      it = cache_.erase(it);
+      pool_->cache_bytes -= kIndirectBlockSize;
+    } else {
+      ++it;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// I/O
+
+Status Volume::ReadFromTree(uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n) {
+  for (int attempt = 0;; attempt++) {
+    BlockPtr bp;
+    {
+      std::lock_guard l(tree_mu_);
+      uint64_t span;
+      VS_ASSIGN_OR_RETURN(bp, LookupL0Locked(blkid, &span));
+    }
+    if (bp.IsHole()) {
+      std::memset(dst, 0, n);
+      return Status::Ok();
+    }
+    if (bp.lsize != vbs_) return Status::IoError(phys_.name + ": corrupt data block pointer");
+    Status st;
+    if (in_off == 0 && n == vbs_) {
+      st = pool_->ReadBlock(bp, dst);
+    } else {
+      std::vector<uint8_t> tmp(vbs_);
+      st = pool_->ReadBlock(bp, tmp.data());
+      if (st.ok()) std::memcpy(dst, tmp.data() + in_off, n);
+    }
+    if (st.ok() || attempt > 0) return st;
+    // The block may have been rewritten and its old copy reused meanwhile: look again.
+    std::lock_guard l(tree_mu_);
+    uint64_t span;
+    auto again = LookupL0Locked(blkid, &span);
+    if (!again.ok() || *again == bp) return st;
+  }
+}
+
+Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
+  size_t done = 0;
+  while (done < buf.size()) {
+    const uint64_t pos = offset + done;
+    const uint64_t blkid = pos / vbs_;
+    const uint32_t in_off = static_cast<uint32_t>(pos % vbs_);
+    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(buf.size() - done, vbs_ - in_off));
+    uint8_t* dst = buf.data() + done;
+    bool found = false;
+    {
+      std::lock_guard l(mu_);
+      auto it = open_.find(blkid);
+      if (it == open_.end()) {
+        it = syncing_.find(blkid);
+        if (it == syncing_.end()) it = open_.end();
+      }
+      if (it != open_.end()) {
+        found = true;
+        if (it->second) {
+          std::memcpy(dst, it->second.get() + in_off, n);
+        } else {
+          std::memset(dst, 0, n);
+        }
+      }
+    }
+    if (!found) VS_RETURN_IF_ERROR(ReadFromTree(blkid, in_off, dst, n));
+    done += n;
+  }
+  return Status::Ok();
+}
+
+Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, uint32_t n,
+                          bool zero) {
+  const bool full = in_off == 0 && n == vbs_;
+  std::unique_lock l(mu_);
+  for (;;) {
+    loaded_cv_.wait(l, [&] { return !loading_.count(blkid); });
+    if (destroyed) return Status::FromErrno(ENXIO, phys_.name + ": volume destroyed");
+    VS_RETURN_IF_ERROR(pool_->CheckUsable());
+    auto it = open_.find(blkid);
+    if (it != open_.end()) {
+      if (full && zero) {
+        it->second.reset();
+      } else {
+        if (!it->second) {
+          it->second.reset(new uint8_t[vbs_]);
+          std::memset(it->second.get(), 0, vbs_);
+        }
+        if (zero) {
+          std::memset(it->second.get() + in_off, 0, n);
+        } else {
+          std::memcpy(it->second.get() + in_off, src, n);
+        }
+      }
+      return Status::Ok();
+    }
+    Buf buf;
+    if (full) {
+      if (!zero) {
+        buf.reset(new uint8_t[vbs_]);
+        std::memcpy(buf.get(), src, n);
+      }
+    } else {
+      buf.reset(new uint8_t[vbs_]);
+      auto s = syncing_.find(blkid);
+      if (s != syncing_.end()) {
+        if (s->second) {
+          std::memcpy(buf.get(), s->second.get(), vbs_);
+        } else {
+          std::memset(buf.get(), 0, vbs_);
+        }
+      } else {
+        // Read-modify-write from the tree: other writers of this block wait for us.
+        loading_.insert(blkid);
+        l.unlock();
+        Status st = ReadFromTree(blkid, 0, buf.get(), vbs_);
+        l.lock();
+        loading_.erase(blkid);
+        loaded_cv_.notify_all();
+        if (!st.ok()) return st;
+        VS_CHECK(!open_.count(blkid));
+      }
+      if (zero) {
+        std::memset(buf.get() + in_off, 0, n);
+      } else {
+        std::memcpy(buf.get() + in_off, src, n);
+      }
+    }
+    if (buf) VS_RETURN_IF_ERROR(pool_->ReserveDirty(this, vbs_));  // holes never need space
+    open_.emplace(blkid, std::move(buf));
+    pool_->dirty_bytes += vbs_;
+    dirty += vbs_;
+    return Status::Ok();
+  }
+}
+
+Status Volume::Write(uint64_t offset, std::span<const uint8_t> buf) {
+  size_t done = 0;
+  while (done < buf.size()) {
+    const uint64_t pos = offset + done;
+    const uint32_t in_off = static_cast<uint32_t>(pos % vbs_);
+    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(buf.size() - done, vbs_ - in_off));
+    VS_RETURN_IF_ERROR(WriteBlock(pos / vbs_, in_off, buf.data() + done, n, false));
+    done += n;
+  }
+  pool_->Throttle();
+  return Status::Ok();
+}
+
+Status Volume::Zero(uint64_t offset, uint64_t length) {
+  uint64_t pos = offset;
+  const uint64_t end = offset + length;
+  while (pos < end) {
+    const uint64_t blkid = pos / vbs_;
+    const uint32_t in_off = static_cast<uint32_t>(pos % vbs_);
+    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(end - pos, vbs_ - in_off));
+    if (in_off == 0 && n == vbs_) {
+      // Skip blocks that are holes already (and whole hole subtrees at once).
+      bool dirty;
+      {
+        std::lock_guard l(mu_);
+        dirty = open_.count(blkid) || syncing_.count(blkid) || loading_.count(blkid);
+      }
+      if (!dirty) {
+        uint64_t span = 1;
+        BlockPtr bp;
+        {
+          std::lock_guard l(tree_mu_);
+          VS_ASSIGN_OR_RETURN(bp, LookupL0Locked(blkid, &span));
+        }
+        if (bp.IsHole()) {
+          // The tree's hole may cover blocks dirtied since: stop at the next dirty one.
+          {
+            std::lock_guard l(mu_);
+            for (const auto* m : {&open_, &syncing_}) {
+              auto a = m->lower_bound(blkid + 1);
+              if (a != m->end() && a->first < blkid + span) span = a->first - blkid;
+            }
+            auto c = loading_.lower_bound(blkid + 1);
+            if (c != loading_.end() && *c < blkid + span) span = *c - blkid;
+          }
+          // Skip whole blocks only; a trailing partial block is zeroed next round.
+          pos = std::min((blkid + std::max<uint64_t>(span, 1)) * vbs_, end - end % vbs_);
+          continue;
+        }
+      }
+    }
+    VS_RETURN_IF_ERROR(WriteBlock(blkid, in_off, nullptr, n, true));
+    pos += n;
+  }
+  pool_->Throttle();
+  return Status::Ok();
+}
+
+Result<std::vector<bdev::AllocationExtent>> Volume::QueryAllocation(uint64_t offset,
+                                                                    uint64_t length) {
+  std::vector<bdev::AllocationExtent> out;
+  uint64_t blkid = offset / vbs_;
+  const uint64_t end = offset + length;
+  while (blkid * vbs_ < end) {
+    std::optional<bool> allocated;
+    {
+      std::lock_guard l(mu_);
+      auto it = open_.find(blkid);
+      if (it != open_.end()) {
+        allocated = it->second != nullptr;
+      } else if (auto s = syncing_.find(blkid); s != syncing_.end()) {
+        allocated = s->second != nullptr;
+      }
+    }
+    uint64_t span = 1;
+    if (!allocated) {
+      std::lock_guard l(tree_mu_);
+      VS_ASSIGN_OR_RETURN(auto bp, LookupL0Locked(blkid, &span));
+      allocated = !bp.IsHole();
+      if (*allocated) span = 1;
+    }
+    // A hole span may include blocks dirtied since; clamp it to stay exact.
+    if (span > 1) {
+      std::lock_guard l(mu_);
+      auto a = open_.lower_bound(blkid + 1);
+      if (a != open_.end() && a->first < blkid + span) span = a->first - blkid;
+      auto b = syncing_.lower_bound(blkid + 1);
+      if (b != syncing_.end() && b->first < blkid + span) span = b->first - blkid;
+    }
+    out.push_back({blkid * vbs_, span * vbs_, *allocated});
+    blkid += span;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// txg sync path
+
+size_t Volume::Quiesce() {
+  std::lock_guard l(mu_);
+  VS_CHECK(syncing_.empty());
+  syncing_.swap(open_);
+  return syncing_.size();
+}
+
+uint64_t Volume::FinishSync() {
+  std::map<uint64_t, Buf> old;
+  {
+    std::lock_guard l(mu_);
+    old.swap(syncing_);
+  }
+  uint64_t bytes = 0;
+  bytes = old.size() * uint64_t{vbs_};
+  dirty -= bytes;
+  return bytes;
+}
+
+Status Volume::SyncTree(SyncContext& ctx) {
+  // syncing_ is only read by others now; this thread is its only writer-to-be (FinishSync).
+  const ChecksumType cksum = checksum_type();
+  std::vector<std::pair<uint64_t, BlockPtr>> fresh;
+  fresh.reserve(syncing_.size());
+  for (auto& [blkid, buf] : syncing_) {
+    BlockPtr bp;
+    if (buf && !AllZero(buf.get(), vbs_)) {
+      VS_ASSIGN_OR_RETURN(bp.dva[0], ctx.Allocate(vbs_, this));
+      bp.lsize = bp.psize = vbs_;
+      bp.cksum = cksum;
+      bp.type = BlockType::kVolData;
+      bp.level = 0;
+      bp.fill = 1;
+      bp.birth = ctx.txg;
+      bp.checksum = ComputeChecksum(cksum, std::span<const uint8_t>(buf.get(), vbs_));
+      VS_RETURN_IF_ERROR(ctx.Write(bp.dva[0], std::span<const uint8_t>(buf.get(), vbs_)));
+    }
+    fresh.emplace_back(blkid, bp);
+  }
+
+  std::lock_guard l(tree_mu_);
+  std::vector<std::set<uint64_t>> dirty(phys_.levels + 2);
+  for (uint64_t key : grown_dirty_) dirty[key >> 56].insert(key & ((uint64_t{1} << 56) - 1));
+  grown_dirty_.clear();
+  for (auto& [blkid, bp] : fresh) {
+    VS_ASSIGN_OR_RETURN(auto ind, GetForWriteLocked(1, blkid >> kIndirectShift));
+    BlockPtr& slot = ind->bps[blkid & (kBpsPerIndirect - 1)];
+    if (slot.IsHole() && bp.IsHole()) continue;
+    if (!slot.IsHole()) VS_RETURN_IF_ERROR(ctx.Free(slot, this));
+    slot = bp;
+    ind->dirty = true;
+    dirty[1].insert(blkid >> kIndirectShift);
+  }
+  std::vector<uint8_t> buf(kIndirectBlockSize);
+  for (uint32_t level = 1; level <= phys_.levels; level++) {
+    for (uint64_t index : dirty[level]) {
+      auto it = cache_.find(Key(level, index));
+      VS_CHECK(it != cache_.end());
+      Indirect& ind = *it->second;
+      BlockPtr nbp;
+      uint64_t fill = 0;
+      for (const auto& c : ind.bps) fill += c.fill;
+      if (fill > 0) {
+        for (uint32_t i = 0; i < kBpsPerIndirect; i++) EncodeBlockPtr(ind.bps[i], &buf[i * 128]);
+        VS_ASSIGN_OR_RETURN(nbp.dva[0], ctx.Allocate(kIndirectBlockSize, this));
+        nbp.lsize = nbp.psize = kIndirectBlockSize;
+        nbp.cksum = cksum;
+        nbp.type = BlockType::kVolIndirect;
+        nbp.level = static_cast<uint8_t>(level);
+        nbp.fill = fill;
+        nbp.birth = ctx.txg;
+        nbp.checksum = ComputeChecksum(cksum, buf);
+        VS_RETURN_IF_ERROR(ctx.Write(nbp.dva[0], buf));
+      }
+      ind.dirty = false;
+      BlockPtr* slot;
+      if (level == phys_.levels) {
+        slot = &phys_.root;
+      } else {
+        VS_ASSIGN_OR_RETURN(auto parent, GetForWriteLocked(level + 1, index >> kIndirectShift));
+        parent->dirty = true;
+        slot = &parent->bps[index & (kBpsPerIndirect - 1)];
+        dirty[level + 1].insert(index >> kIndirectShift);
+      }
+      if (!slot->IsHole()) VS_RETURN_IF_ERROR(ctx.Free(*slot, this));
+      *slot = nbp;
+    }
+  }
+  VS_RETURN_IF_ERROR(ctx.FlushWrites());
+  if (pool_->cache_bytes.load() > pool_->tuning.cache_max_bytes) {
+    for (auto it = cache_.begin(); it != cache_.end();) {
+      if (!it->second->dirty) {
+        it = cache_.erase(it);
+        pool_->cache_bytes -= kIndirectBlockSize;
+      } else {
+        ++it;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status Volume::WalkBp(const BlockPtr& bp, const std::function<Status(const BlockPtr&)>& fn) {
+  if (bp.IsHole()) return Status::Ok();
+  VS_RETURN_IF_ERROR(fn(bp));
+  if (bp.level == 0) return Status::Ok();
+  VS_ASSIGN_OR_RETURN(auto ind, LoadIndirect(bp));
+  for (const auto& c : ind->bps) VS_RETURN_IF_ERROR(WalkBp(c, fn));
+  return Status::Ok();
+}
+
+Status Volume::Walk(const std::function<Status(const BlockPtr&)>& fn) {
+  BlockPtr root;
+  {
+    std::lock_guard l(tree_mu_);
+    root = phys_.root;
+  }
+  return WalkBp(root, fn);
+}
+
+Status Volume::FreeTree(SyncContext& ctx) {
+  std::vector<BlockPtr> bps;
+  VS_RETURN_IF_ERROR(Walk([&](const BlockPtr& bp) {
+    bps.push_back(bp);
+    return Status::Ok();
+  }));
+  for (const auto& bp : bps) VS_RETURN_IF_ERROR(ctx.Free(bp, this));
+  std::lock_guard l(tree_mu_);
+  phys_.root = BlockPtr{};
+  pool_->cache_bytes -= cache_.size() * uint64_t{kIndirectBlockSize};
+  cache_.clear();
+  return Status::Ok();
+}
+
+}  // namespace volstack::pool

@@ -1,0 +1,127 @@
+// Volume: one zvol's state inside an open pool: its directory entry (DatasetPhys), its dirty
+// data and its cached block-pointer tree. ZvolDevice is the BlockDevice face of it.
+//
+// Tree. Data lives in volblocksize L0 blocks; indirect blocks (16 KiB, 128 blkptrs) at
+// levels 1..levels point down; the root pointer sits in the MOS. Indirect block (l, i) covers
+// L0 blocks [i*128^l, (i+1)*128^l). A hole pointer at any level is a run of zeroes.
+//
+// Dirty data. Writes go to the open map (block id -> buffer, nullptr = hole). A txg commit
+// first moves the open map to the syncing map (Quiesce), writes it out (SyncTree), and drops
+// it (FinishSync) only after the tree points at the new blocks, so a reader finds every
+// block in the open map, the syncing map or the tree, in that order. A partial-block write
+// of a block in neither map reads it from the tree under a per-block "loading" marker: other
+// writers of that block wait, so read-modify-write never loses a concurrent write.
+//
+// Locks: mu_ guards the maps and the loading set; tree_mu_ guards the indirect cache, root
+// and phys_. Order: mu_ is never held while taking tree_mu_ except in Quiesce (none).
+// SyncTree runs only on the txg sync path (PoolImpl::sync_mu_ held).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "bdev/block_device.h"
+#include "pool/blkptr_format.h"
+#include "pool/mos_format.h"
+
+namespace volstack::pool {
+
+class PoolImpl;
+struct SyncContext;
+
+inline constexpr uint32_t kIndirectBlockSize = 16384;
+inline constexpr uint32_t kIndirectShift = 7;  // 128 pointers per indirect block
+inline constexpr uint32_t kBpsPerIndirect = 1u << kIndirectShift;
+
+// Levels needed for `nblocks` L0 blocks (at least 1).
+uint32_t LevelsFor(uint64_t nblocks);
+
+class Volume {
+ public:
+  Volume(PoolImpl* pool, DatasetPhys phys);
+  ~Volume();
+
+  // I/O. Requires offset/length within volsize and 512-aligned (ZvolDevice checks).
+  Status Read(uint64_t offset, std::span<uint8_t> buf);
+  Status Write(uint64_t offset, std::span<const uint8_t> buf);
+  // Full blocks become holes; partial blocks are zero-filled.
+  Status Zero(uint64_t offset, uint64_t length);
+  Result<std::vector<bdev::AllocationExtent>> QueryAllocation(uint64_t offset, uint64_t length);
+
+  DatasetPhys phys() const;
+  uint64_t volsize() const { return volsize_.load(); }
+  uint32_t volblocksize() const { return vbs_; }
+  uint64_t used() const { return used_.load(); }
+  void AdjustUsed(int64_t delta) { used_ += static_cast<uint64_t>(delta); }
+  // Grows volsize (adds tree levels as needed); the caller syncs the MOS.
+  Status Grow(uint64_t new_size);
+  void SetProps(std::map<std::string, std::string> props);
+  std::string Prop(const std::string& key, const std::string& dflt) const;
+  ChecksumType checksum_type() const;
+
+  // Resize notifications for open devices.
+  void AddResizeListener(void* key, std::function<void(uint64_t)> fn);
+  void RemoveResizeListener(void* key);
+
+  std::atomic<int> open_count{0};
+  std::atomic<uint64_t> refreservation{0};
+  std::atomic<uint64_t> dirty{
+      0};  // bytes in the open + syncing maps  // mirrors the property, for space checks
+  std::atomic<bool> destroyed{false};
+
+  // --- txg sync path (PoolImpl::sync_mu_ held) ---
+  // Moves the open map to the syncing map; returns the number of entries moved.
+  size_t Quiesce();
+  Status SyncTree(SyncContext& ctx);
+  // Drops the syncing map; returns the dirty bytes released.
+  uint64_t FinishSync();
+  // Frees every block of the tree (destroy). Reads indirect blocks only.
+  Status FreeTree(SyncContext& ctx);
+  // Calls fn for every non-hole pointer in the tree (indirect ones before their children).
+  Status Walk(const std::function<Status(const BlockPtr&)>& fn);
+  // Drops clean cached indirect blocks (cache pressure).
+  void EvictClean();
+
+ private:
+  struct Indirect {
+    BlockPtr bps[kBpsPerIndirect];
+    bool dirty = false;
+  };
+  using Buf = std::unique_ptr<uint8_t[]>;
+  static uint64_t Key(uint32_t level, uint64_t index) { return (uint64_t{level} << 56) | index; }
+
+  Status ReadFromTree(uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n);
+  Status WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, uint32_t n, bool zero);
+  Result<BlockPtr> LookupL0Locked(uint64_t blkid, uint64_t* hole_span);
+  Result<std::shared_ptr<Indirect>> LoadIndirect(const BlockPtr& bp);
+  Result<std::shared_ptr<Indirect>> GetForWriteLocked(uint32_t level, uint64_t index);
+  Status WalkBp(const BlockPtr& bp, const std::function<Status(const BlockPtr&)>& fn);
+  void InsertCacheLocked(uint64_t key, std::shared_ptr<Indirect> ind);
+
+  PoolImpl* const pool_;
+  const uint32_t vbs_;
+  std::atomic<uint64_t> volsize_;
+  std::atomic<uint64_t> used_;
+
+  mutable std::mutex mu_;
+  std::condition_variable loaded_cv_;
+  std::map<uint64_t, Buf> open_;     // GUARDED_BY(mu_)
+  std::map<uint64_t, Buf> syncing_;  // GUARDED_BY(mu_); read-only once quiesced
+  std::set<uint64_t> loading_;       // GUARDED_BY(mu_)
+  std::map<void*, std::function<void(uint64_t)>> listeners_;  // GUARDED_BY(mu_)
+
+  mutable std::mutex tree_mu_;
+  DatasetPhys phys_;                                               // GUARDED_BY(tree_mu_)
+  std::unordered_map<uint64_t, std::shared_ptr<Indirect>> cache_;  // GUARDED_BY(tree_mu_)
+  std::set<uint64_t> grown_dirty_;  // GUARDED_BY(tree_mu_): new roots made by Grow
+};
+
+}  // namespace volstack::pool

@@ -1,0 +1,85 @@
+#!/bin/bash
+# zpool/zfs verbs through the real CLI on sparse files: create a striped pool, create thick
+# and sparse volumes, list/get/set, write through the device-name resolver is not needed:
+# the checks are what zfs/zpool print and that state survives between invocations (the
+# zpool.cache), export + import -d, destroy; and bad input: a non-pool vdev, bad sizes,
+# duplicate names, a vdev already in a pool -> one clear error line, non-zero exit, and
+# nothing changed (zpool list / zfs list identical before and after).
+source "$(dirname "$0")/lib.sh"
+
+truncate -s 256M "$T/a" "$T/b"
+truncate -s 128M "$T/junk"
+mkdir "$T/vdevs"
+truncate -s 256M "$T/vdevs/c"
+
+vs zpool create trunk "$T/a" "$T/b"
+vs zpool list -H -o name,health | grep -qx $'trunk\tONLINE' || fail "pool not listed ONLINE"
+size=$(vs zpool list -Hp -o size trunk)
+[ "$size" -gt $((500 * 1024 * 1024)) ] || fail "striped pool size $size too small"
+vs zpool status trunk | grep -q "$T/b" || fail "status does not show vdev b"
+vs zpool get -H -o value ashift trunk | grep -qx 12 || fail "default ashift is not 12"
+
+vs zfs create -V 64M trunk/funk
+vs zfs create -s -V 1G -b 4K -o user:owner=seed trunk/thin
+vs zfs list -H -o name,volsize,volblocksize -t volume >"$T/list"
+grep -qx $'trunk/funk\t64M\t16K' "$T/list" || { cat "$T/list"; fail "funk row"; }
+grep -qx $'trunk/thin\t1G\t4K' "$T/list" || { cat "$T/list"; fail "thin row"; }
+vs zfs list | head -1 | grep -Eq '^NAME +USED +AVAIL +REFER +MOUNTPOINT$' || fail "zfs list header"
+used=$(vs zfs get -Hp -o value used trunk/funk)
+[ "$used" -ge $((64 * 1024 * 1024)) ] || fail "thick volume does not reserve its size ($used)"
+[ "$(vs zfs get -H -o value refreservation trunk/thin)" = none ] || fail "sparse has a reservation"
+[ "$(vs zfs get -H -o value user:owner trunk/thin)" = seed ] || fail "user property"
+vs zfs set volsize=128M trunk/funk
+[ "$(vs zfs get -Hp -o value volsize trunk/funk)" = $((128 * 1024 * 1024)) ] || fail "volsize growth"
+vs zfs set sync=always trunk/funk
+vs zfs get -H -o value,source sync trunk/funk | grep -qx $'always\tlocal' || fail "sync=always"
+vs zfs set checksum=sha256 readonly=on trunk/thin
+[ "$(vs zfs get -H -o value readonly trunk/thin)" = on ] || fail "readonly"
+
+# Bad input: one line on stderr, a non-zero exit, nothing changed.
+snapshot() { vs zpool list -Hp -o name,size,alloc; vs zfs list -Hp -o name,used,volsize; }
+snapshot >"$T/before"
+check_error() {
+  local lines
+  lines=$(wc -l <"$T/expect_fail.err")
+  [ "$lines" -ge 1 ] || fail "no error message for: $*"
+  snapshot >"$T/after"
+  cmp -s "$T/before" "$T/after" || fail "state changed after failed: $*"
+}
+expect_fail vs zfs create -V 64M trunk/funk; check_error "duplicate volume"
+grep -q "already exists" "$T/expect_fail.err" || fail "duplicate volume message"
+expect_fail vs zfs create -V 12Q trunk/bad; check_error "bad size"
+expect_fail vs zfs create -V 1000 trunk/bad; check_error "size not multiple of volblocksize"
+expect_fail vs zfs create -V 64M -b 3K trunk/bad; check_error "bad volblocksize"
+expect_fail vs zfs create -V 64M nopool/bad; check_error "no such pool"
+expect_fail vs zfs create -V 100G trunk/huge; check_error "thick volume larger than the pool"
+expect_fail vs zpool create trunk "$T/vdevs/c"; check_error "duplicate pool"
+expect_fail vs zpool create other "$T/a"; check_error "vdev in use"
+expect_fail vs zpool create -o ashift=99 other "$T/vdevs/c"; check_error "bad ashift"
+expect_fail vs zpool create other "$T/missing"; check_error "missing vdev file"
+expect_fail vs zfs set volsize=1M trunk/funk; check_error "shrink"
+expect_fail vs zfs set sync=sometimes trunk/funk; check_error "bad sync value"
+expect_fail vs zfs destroy trunk/nothing; check_error "destroy missing volume"
+expect_fail vs zpool import -d "$T" junk; check_error "import of a non-pool"
+[ -z "$(od -An -tx1 -j16384 -N16 "$T/vdevs/c" | tr -d ' 0\n')" ] || fail "failed create wrote to a vdev"
+
+# Export, then find the pool by its labels and import it from a directory.
+vs zpool export trunk
+vs zpool list -H | grep -q trunk && fail "exported pool still listed"
+mkdir "$T/moved"
+mv "$T/a" "$T/b" "$T/moved/"
+vs zpool import -d "$T/moved" >"$T/importable"
+grep -q "pool: trunk" "$T/importable" || { cat "$T/importable"; fail "import list"; }
+vs zpool import -d "$T/moved" trunk
+vs zfs list -H -o name | grep -qx trunk/thin || fail "volume lost over export/import"
+[ "$(vs zfs get -Hp -o value volsize trunk/funk)" = $((128 * 1024 * 1024)) ] || fail "volsize lost"
+[ "$(vs zfs get -H -o value user:owner trunk/thin)" = seed ] || fail "user property lost"
+
+vs zfs destroy trunk/thin
+vs zfs list -H -o name | grep -q trunk/thin && fail "destroyed volume listed"
+vs zpool destroy trunk
+vs zpool list -H | grep -q trunk && fail "destroyed pool listed"
+# A destroyed pool's vdevs can be reused.
+vs zpool create again "$T/moved/a"
+vs zpool destroy again
+echo "PASS"
