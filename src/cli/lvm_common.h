@@ -1,0 +1,78 @@
+// Shared pieces of the lvm2-compatible verbs (lvm_*_verbs.cc): exit codes, the session that
+// scans the devices a command may touch, the devices and activation files, lvm2 units.
+//
+// Which devices a command scans (lvm2's devices file, kept by volstack):
+//   <state_dir>/lvm/devices   one PV device name per line (a path, or a volstack device such
+//                             as trunk/funk); pvcreate/vgcreate add, pvremove removes, pvscan
+//                             adds what it finds. Written atomically (tmp, fsync, rename).
+// plus every pool volume (cli::ListPoolVolumeNames) and the names given on the command line.
+//
+//   <state_dir>/lvm/active    one "vg/lv" per line: the LVs `vgchange -a y` / lvcreate
+//                             activated; the daemon activates them at startup.
+//
+// Every invocation is offline and in-process: open, do, flush, close.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+#include "lvm/lvm.h"
+
+namespace volstack::cli::lvmcli {
+
+// lvm2's exit codes.
+inline constexpr int kLvmOk = 0;
+inline constexpr int kLvmFailed = 5;
+inline constexpr int kLvmInvalid = 3;
+
+// Prints "  <message>" on stderr, as lvm2 does, and returns `code`.
+int Fail(const std::string& message, int code = kLvmFailed);
+int Fail(const Status& status, int code = kLvmFailed);
+// "  <message>" on stdout.
+void Say(const std::string& message);
+
+std::vector<std::string> ReadListFile(const std::string& path);
+Status WriteListFile(const std::string& path, const std::vector<std::string>& lines);
+std::string DevicesFile(const Context& ctx);
+std::string ActiveFile(const Context& ctx);
+Status AddToList(const std::string& path, const std::vector<std::string>& names);
+Status RemoveFromList(const std::string& path, const std::vector<std::string>& names);
+
+// A device name as it is recorded: relative paths made absolute; others unchanged.
+std::string NormalizeDeviceName(const std::string& name);
+
+// Opens an LVM session over the devices file, the pool volumes and `extra` names.
+std::unique_ptr<lvm::Lvm> OpenSession(const Context& ctx, bool read_only,
+                                      const std::vector<std::string>& extra = {});
+// Prints warnings about scan errors and partial/inconsistent VGs on stderr.
+void WarnScan(lvm::Lvm& lvm);
+
+// "Write from <argv>." for the metadata description.
+std::string Description(const std::string& verb, const std::vector<std::string>& args);
+
+// lvm2 sizes: `units` is one of hHbBsSkKmMgGtTpPeE ("h": human, powers of 1024, lower-case
+// suffix; upper-case letters: powers of 1000). A value that is not exact at two decimals is
+// shown rounded down with a "<" prefix, as lvm2 does.
+std::string FormatSize(uint64_t bytes, char units = 'h', bool suffix = true);
+// pvdisplay/vgdisplay style: "64.00 MiB".
+std::string FormatSizeLong(uint64_t bytes);
+bool IsValidUnits(const std::string& units);
+
+// Parses a size argument (-L, -s): default unit MiB unless the text has a suffix.
+Result<uint64_t> ParseLvmSize(const std::string& text);
+
+// "vg/lv" or "/dev/vg/lv" -> {vg, lv}; a bare name gives {name, ""}.
+std::pair<std::string, std::string> SplitLvName(const std::string& name);
+
+// LVs recorded active.
+bool IsActive(const Context& ctx, const std::string& vg, const std::string& lv);
+
+void RegisterPvVerbs(CLI::App& app, Context& ctx);
+void RegisterVgVerbs(CLI::App& app, Context& ctx);
+void RegisterLvVerbs(CLI::App& app, Context& ctx);
+void RegisterReportVerbs(CLI::App& app, Context& ctx);
+void RegisterCatVerb(CLI::App& app, Context& ctx);
+
+}  // namespace volstack::cli::lvmcli

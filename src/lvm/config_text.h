@@ -1,0 +1,59 @@
+// A parser for lvm2's metadata text: the libdm config grammar (libdm/libdm-config.c).
+//
+//   file    := item*
+//   item    := key '{' item* '}' | key '=' value
+//   value   := scalar | '[' (scalar (',' scalar)* ','?)? ']'
+//   scalar  := integer | float | "string" | 'string' | bare-word
+//
+// `#` starts a comment to the end of the line. The text is untrusted (read from disk or a
+// backup file): the parser bounds the nesting depth, the number of nodes and the length of
+// the input, rejects integers that overflow int64 and never reads past the end. Errors are
+// Corruption with the line number.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace volstack::lvm {
+
+struct ConfigValue {
+  enum class Type { kInt, kFloat, kString };
+  Type type = Type::kString;
+  int64_t integer = 0;
+  std::string text;  // strings; the source text of floats
+};
+
+struct ConfigNode {
+  std::string key;
+  bool is_section = false;
+  bool is_array = false;             // a '[...]' value
+  std::vector<ConfigValue> values;   // one for a scalar
+  std::vector<ConfigNode> children;  // sections only
+
+  // The last child named `key` (later duplicates override earlier ones), or nullptr.
+  const ConfigNode* Find(std::string_view key) const;
+  const ConfigNode* FindSection(std::string_view key) const;
+
+  // Typed accessors for a key=value child. NotFound when absent, Corruption on a type
+  // mismatch; the messages name the key.
+  Result<int64_t> GetInt(std::string_view key) const;
+  Result<uint64_t> GetUint(std::string_view key, uint64_t max) const;
+  Result<std::string> GetString(std::string_view key) const;
+  Result<std::vector<std::string>> GetStringList(std::string_view key) const;
+};
+
+inline constexpr size_t kMaxConfigTextSize = 64 << 20;
+inline constexpr int kMaxConfigDepth = 32;
+
+// Returns a root section (empty key) holding the top-level items.
+Result<ConfigNode> ParseConfig(std::string_view text);
+
+// Quotes `s` as libdm writes strings: double quotes, '"' and '\' escaped.
+std::string QuoteConfigString(std::string_view s);
+
+}  // namespace volstack::lvm
