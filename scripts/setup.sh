@@ -36,7 +36,7 @@ if ((${#missing[@]})); then
 fi
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
 cmake --build "$build" -j "$(nproc)" -- --no-print-directory >"$build/build.log" 2>&1 || {
   tail -n 60 "$build/build.log" >&2

@@ -8,12 +8,19 @@
 // its pool unavailable, not the whole stack.
 #pragma once
 
+#include <memory>
+
 #include "cli/cli.h"
+#include "pool/spa.h"
 #include "stack/daemon.h"
 
 namespace volstack::cli {
 
 Status AssembleUp(stack::Daemon& daemon);
+// Makes the live stack match the state dir after a command changed it (see assembly.cc).
+void Reconcile(stack::Daemon& daemon);
+// The pool the daemon of this process holds open, or nullptr (no daemon, or not imported).
+std::shared_ptr<pool::Pool> FindLivePool(const std::string& name);
 Status AssembleDown(stack::Daemon& daemon, bool force);
 // `volstack status`: the tree, from the daemon when one runs, else from the state dir.
 int PrintStatus(const Context& ctx, stack::Daemon* daemon);

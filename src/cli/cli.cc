@@ -1,10 +1,12 @@
 #include "cli/cli.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include "cli/verbs.h"
 #include "stack/control_socket.h"
@@ -92,12 +94,21 @@ std::optional<int> ForwardToDaemonIfRunning(int argc, char** argv) {
       verb = a;
     }
   }
-  if (verb.empty() || verb == "daemon" || verb == "bench" || verb == "devfs") return std::nullopt;
+  if (verb.empty() || verb == "daemon" || verb == "bench" || verb == "devfs" || verb == "nbd") {
+    return std::nullopt;
+  }
   const stack::StateDir state{state_dir};
   if (!stack::DaemonIsRunning(state.socket_path())) return std::nullopt;
   std::vector<std::string> args(argv, argv + argc);
   auto code = stack::ForwardToDaemon(state.socket_path(), args);
   if (!code.ok()) return ReportFailure(code.status());
+  if (verb == "down" && *code == kExitOk) {
+    // The daemon stops after answering; `down` returns once it is gone, so what follows
+    // (a new `up`, a reboot) never meets it half-stopped.
+    for (int i = 0; i < 600 && stack::DaemonIsRunning(state.socket_path()); i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
   return *code;
 }
 
@@ -127,7 +138,14 @@ int Main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
       return app.exit(e);
     } catch (const CLI::ParseError& e) {
-      return ReportUsage(OneLine(*DeepestParsed(app), e.what()));
+      const CLI::App* verb = DeepestParsed(app);
+      const int code = ReportUsage(OneLine(*verb, e.what()));
+      while (verb->get_parent() != nullptr && verb->get_parent() != &app) verb = verb->get_parent();
+      // The LVM verbs answer a bad command line as lvm2 does.
+      const std::string& name = verb->get_name();
+      const bool lvm_verb =
+          name.rfind("pv", 0) == 0 || name.rfind("vg", 0) == 0 || name.rfind("lv", 0) == 0;
+      return lvm_verb ? 3 : code;
     }
     return ctx.exit_code;
   } catch (const std::exception& e) {

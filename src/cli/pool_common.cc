@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "cli/device_names.h"
+#include "pool/pool_impl.h"
 #include "util/file_util.h"
 #include "util/size.h"
 
@@ -73,8 +76,10 @@ Result<std::optional<CachedPool>> FindCached(const Context& ctx, const std::stri
   return std::optional<CachedPool>();
 }
 
-Result<std::shared_ptr<pool::Pool>> OpenPool(const Context& ctx, const std::string& name,
-                                             bool read_only) {
+namespace {
+
+Result<std::shared_ptr<pool::Pool>> ImportCachedPool(const Context& ctx, const std::string& name,
+                                                     bool read_only) {
   VS_ASSIGN_OR_RETURN(auto entry, FindCached(ctx, name));
   if (!entry) return Status::NotFound("cannot open '" + name + "': no such pool");
   std::vector<bdev::BlockDevicePtr> devs;
@@ -90,6 +95,41 @@ Result<std::shared_ptr<pool::Pool>> OpenPool(const Context& ctx, const std::stri
   if (p->guid() != entry->guid) {
     return Status::NotFound("cannot open '" + name + "': the vdevs now hold another pool");
   }
+  return p;
+}
+
+// The pools this process has open. Importing a pool twice in one process would make two
+// writers of one set of vdevs (the vdev files themselves are shared, see device_names.cc),
+// so a second open returns the first Pool. In the daemon the live stack keeps its pools
+// here, which is how commands it runs use the pools it serves.
+struct OpenPools {
+  std::recursive_mutex mu;  // a pool whose vdev is another pool's volume opens both
+  struct Entry {
+    std::weak_ptr<pool::Pool> pool;
+    bool read_only = false;
+  };
+  std::map<std::string, Entry> by_name;  // GUARDED_BY(mu)
+};
+
+OpenPools& TheOpenPools() {
+  static OpenPools* pools = new OpenPools;  // never destroyed: pools may outlive main()
+  return *pools;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<pool::Pool>> OpenPool(const Context& ctx, const std::string& name,
+                                             bool read_only) {
+  OpenPools& open = TheOpenPools();
+  std::lock_guard lock(open.mu);
+  if (auto it = open.by_name.find(name); it != open.by_name.end()) {
+    auto p = it->second.pool.lock();
+    // A read-only instance never writes, so a writer may be imported beside it.
+    if (p && !p->impl()->closed && (read_only || !it->second.read_only)) return p;
+    open.by_name.erase(it);
+  }
+  VS_ASSIGN_OR_RETURN(auto p, ImportCachedPool(ctx, name, read_only));
+  open.by_name[name] = {p, read_only};
   return p;
 }
 

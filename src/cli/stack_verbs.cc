@@ -21,7 +21,9 @@ stack::Daemon::Hooks MakeHooks() {
     std::vector<char*> argv;
     for (const auto& a : request.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    return Main(static_cast<int>(request.argv.size()), argv.data());
+    const int code = Main(static_cast<int>(request.argv.size()), argv.data());
+    if (auto* daemon = stack::Daemon::Current()) Reconcile(*daemon);
+    return code;
   };
   hooks.up = [](stack::Daemon& daemon) { return AssembleUp(daemon); };
   hooks.down = [](stack::Daemon& daemon) { return AssembleDown(daemon, /*force=*/true); };
