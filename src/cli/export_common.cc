@@ -10,6 +10,7 @@
 
 #include "export/devfs.h"
 #include "export/loop_bindings.h"
+#include "util/file_util.h"
 
 namespace volstack::cli {
 
@@ -93,7 +94,7 @@ int RunServer(const Context& ctx, const std::string& what, bool foreground,
   const std::string pid_file = ctx.global.state_dir + "/" + what + ".pid";
   std::error_code ec;
   std::filesystem::create_directories(ctx.global.state_dir, ec);
-  exportfs::WriteFileAtomically(pid_file, std::to_string(::getpid()) + "\n").IgnoreError();
+  WriteFileAtomically(pid_file, std::to_string(::getpid()) + "\n").IgnoreError();
   if (!foreground) {
     const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     const std::string log = ctx.global.state_dir + "/" + what + ".log";

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "util/file_util.h"
+
 namespace volstack::exportfs {
 
 std::string LoopBindingsPath(const std::string& state_dir) { return state_dir + "/loops.json"; }
@@ -54,47 +56,8 @@ Status SaveLoopBindings(const std::string& state_dir, const std::vector<LoopBind
                    {"direct_io", b.direct_io},
                    {"read_only", b.read_only}});
   }
-  std::error_code ec;
-  std::filesystem::create_directories(state_dir, ec);
-  return WriteFileAtomically(LoopBindingsPath(state_dir),
-                             nlohmann::json{{"loops", arr}}.dump(2) + "\n");
-}
-
-Status WriteFileAtomically(const std::string& path, const std::string& data) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("create " + tmp);
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      Status s = ErrnoStatus("write " + tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    Status s = ErrnoStatus("fsync " + tmp);
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = ErrnoStatus("rename " + tmp);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::Ok();
+  return volstack::WriteFileAtomically(LoopBindingsPath(state_dir),
+                                       nlohmann::json{{"loops", arr}}.dump(2) + "\n");
 }
 
 }  // namespace volstack::exportfs

@@ -35,7 +35,4 @@ std::string LoopBindingsPath(const std::string& state_dir);
 Result<std::vector<LoopBinding>> LoadLoopBindings(const std::string& state_dir);
 Status SaveLoopBindings(const std::string& state_dir, const std::vector<LoopBinding>& loops);
 
-// Writes `data` to `path` atomically (temporary file, fsync, rename, fsync of the directory).
-Status WriteFileAtomically(const std::string& path, const std::string& data);
-
 }  // namespace volstack::exportfs
