@@ -7,10 +7,10 @@
 
 namespace volstack::cli {
 
-void RegisterPoolVerbs(CLI::App& app, Context& ctx);     // zpool ..., zfs ...
-void RegisterLvmVerbs(CLI::App& app, Context& ctx);      // pvcreate, vgs, lvcreate, ...
-void RegisterExportVerbs(CLI::App& app, Context& ctx);   // devfs, losetup, nbd
-void RegisterStackVerbs(CLI::App& app, Context& ctx);    // up, down, status, daemon
-void RegisterBenchVerbs(CLI::App& app, Context& ctx);    // bench
+void RegisterPoolVerbs(CLI::App& app, Context& ctx);    // zpool ..., zfs ...
+void RegisterLvmVerbs(CLI::App& app, Context& ctx);     // pvcreate, vgs, lvcreate, ...
+void RegisterExportVerbs(CLI::App& app, Context& ctx);  // devfs, losetup, nbd
+void RegisterStackVerbs(CLI::App& app, Context& ctx);   // up, down, status, daemon
+void RegisterBenchVerbs(CLI::App& app, Context& ctx);   // bench
 
 }  // namespace volstack::cli
