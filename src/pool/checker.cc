@@ -6,7 +6,8 @@ namespace volstack::pool {
 
 std::string CheckReport::Summary() const {
   std::string s = std::to_string(data_blocks) + " data blocks, " + std::to_string(indirect_blocks) +
-                  " indirect blocks, " + std::to_string(referenced_bytes) + " bytes referenced";
+                  " indirect blocks, " + std::to_string(log_blocks) + " log blocks, " +
+                  std::to_string(referenced_bytes) + " bytes referenced";
   for (const auto& e : errors) s += "\n  " + e;
   return s;
 }
@@ -87,6 +88,10 @@ Result<CheckReport> CheckPool(Pool& pool, bool verify_data) {
       if (!deferred[d.vdev].Add(d.offset, d.asize())) err("deferred free listed twice");
     }
   }
+  // Intent logs: every block a chain holds is accounted exactly once (zil_manager.cc).
+  ZilManager::Accounting zil = p.zil->Account();
+  r.log_blocks = zil.log_blocks;
+  for (auto& e : zil.errors) err(std::move(e));
   for (size_t v = 0; v < n; v++) {
     if (replay[v].ranges() != p.live[v].ranges())
       err("vdev " + std::to_string(v) + ": on-disk space map != live set");
@@ -98,7 +103,8 @@ Result<CheckReport> CheckPool(Pool& pool, bool verify_data) {
     // live, meta, deferred and free must tile the allocatable range.
     RangeSet all;
     uint64_t sum = 0;
-    for (const RangeSet* s : {&p.live[v], &meta[v], &deferred[v], &p.free[v]}) {
+    for (const RangeSet* s :
+         {&p.live[v], &meta[v], &deferred[v], &p.free[v], &zil.reserve[v], &zil.blocks[v]}) {
       for (auto [a, b] : s->ranges()) {
         if (!all.Add(a, b - a))
           err("vdev " + std::to_string(v) + ": overlap at " + std::to_string(a));

@@ -26,6 +26,11 @@ std::vector<uint8_t> EncodeMos(const MosPhys& mos) {
     e["used"] = d.used;
     e["props"] = d.props;
     e["root"] = bps.size();
+    if (!d.zil.empty()) {
+      e["zil"] = {{"guid", d.zil.guid},          {"seq", d.zil.seq},
+                  {"vdev", d.zil.head.vdev},     {"asize", d.zil.head.asize_sectors},
+                  {"offset", d.zil.head.offset}, {"floor", d.zil.floor}};
+    }
     bps.push_back(&d.root);
     ds.push_back(std::move(e));
   }
@@ -45,6 +50,11 @@ std::vector<uint8_t> EncodeMos(const MosPhys& mos) {
 Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
   auto bad = [](const std::string& why) { return Status::Corruption("MOS: " + why); };
   if (block.size() < 24) return bad("truncated");
+  if (DecodeLE64(block.data()) == kMosMagicV1) {
+    return bad(
+        "format version 1 (a pool made by an older volstack, before the intent log) is not "
+        "supported by this volstack, which reads version 2; recreate the pool");
+  }
   if (DecodeLE64(block.data()) != kMosMagic) return bad("no magic");
   MosPhys mos;
   mos.txg = DecodeLE64(block.data() + 8);
@@ -80,6 +90,18 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
       const uint64_t root = e.at("root").get<uint64_t>();
       if (root >= ds.size()) return bad("root index out of range");
       d.root = bps[root];
+      if (e.contains("zil")) {
+        const auto& z = e.at("zil");
+        d.zil.guid = z.at("guid").get<uint64_t>();
+        d.zil.seq = z.at("seq").get<uint64_t>();
+        d.zil.head.vdev = z.at("vdev").get<uint32_t>();
+        d.zil.head.asize_sectors = z.at("asize").get<uint32_t>();
+        d.zil.head.offset = z.at("offset").get<uint64_t>();
+        d.zil.floor = z.at("floor").get<uint64_t>();
+        if (d.zil.guid == 0 || d.zil.head.empty() || d.zil.head.asize() > kZilMaxBlock) {
+          return bad("intent log header");
+        }
+      }
       const uint32_t vbs = d.volblocksize;
       if (vbs < 512 || vbs > (128u << 10) || (vbs & (vbs - 1)) != 0) return bad("volblocksize");
       if (d.volsize % vbs != 0) return bad("volsize not a multiple of volblocksize");

@@ -6,12 +6,14 @@
 //
 //   MOS block (psize rounded up to the vdev allocation unit):
 //   off      size      field
-//   0        8         magic kMosMagic ("VSMOS\0\0\1")
+//   0        8         magic kMosMagic ("SMOS\0\0\0" + format version byte, 2)
 //   8        8         txg that wrote it
 //   16       4         nbp: number of block pointers that follow
 //   20       4         json length n
 //   24       nbp*128   blkptrs: dataset roots (in directory order), then space-map blocks
-//   ...      n         JSON {"props":{..}, "next_id":N, "datasets":[{...,"root":i}], "nsm":K}
+//   ...      n         JSON {"props":{..}, "next_id":N, "datasets":[{...,"root":i,
+//                            "zil":{guid,seq,vdev,asize,offset,floor} (only when a log
+//                            exists: zil_format.h)}], "nsm":K}
 //
 //   Space-map block (type kSpaceMap): an append-only log of allocation records, replayed in
 //   order at import (a later txg's block follows an earlier one):
@@ -34,11 +36,14 @@
 #include <vector>
 
 #include "pool/blkptr_format.h"
+#include "pool/zil_format.h"
 #include "util/result.h"
 
 namespace volstack::pool {
 
-inline constexpr uint64_t kMosMagic = 0x01000053534f4d53ull;       // "SMOS\0\0\0\1"-ish
+// The last byte is the MOS format version: 1 had no intent log, 2 adds the "zil" entries.
+inline constexpr uint64_t kMosMagic = 0x02000053534f4d53ull;  // "SMOS\0\0\0\2"
+inline constexpr uint64_t kMosMagicV1 = 0x01000053534f4d53ull;
 inline constexpr uint64_t kSpaceMapMagic = 0x01504d4150535356ull;  // "VSSPMAP\1"
 inline constexpr size_t kMaxMetaBlock = 16u << 20;
 inline constexpr size_t kSpaceMapBlockSize = 128 * 1024;
@@ -55,6 +60,7 @@ struct DatasetPhys {
   uint64_t used = 0;  // bytes allocated to its tree
   BlockPtr root;
   std::map<std::string, std::string> props;  // stored (non-default) properties
+  ZilHeaderPhys zil;                         // the volume's intent log, if any
   bool operator==(const DatasetPhys&) const = default;
 };
 

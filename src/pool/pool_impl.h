@@ -19,6 +19,7 @@
 #include "pool/spa.h"
 #include "pool/vdev.h"
 #include "pool/volume.h"
+#include "pool/zil.h"
 
 namespace volstack::pool {
 
@@ -128,6 +129,9 @@ class PoolImpl {
   void StartSyncThread();
   void StopSyncThread();
   std::thread sync_thread;
+
+  // The volumes' intent logs (zil.h). Declared last: destroyed before the state above.
+  std::unique_ptr<ZilManager> zil = std::make_unique<ZilManager>(this);
 };
 
 }  // namespace volstack::pool

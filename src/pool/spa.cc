@@ -23,16 +23,26 @@
 // after import = allocatable range - (replayed live set) - (meta blocks); a crash loses
 // neither (the log belongs to the same txg as the tree it describes).
 //
-// When txgs commit. On Sync() (a volume Flush()), on a timer (txg_timeout), when dirty
-// data passes dirty_max/4 (the sync thread is kicked), and writers block at dirty_max.
+// When txgs commit. On Sync(), on a timer (txg_timeout), when dirty data passes
+// dirty_max/4 (the sync thread is kicked), and writers block at dirty_max; a volume's
+// Flush() commits one only when its intent log cannot be used (see below).
 //
 // Locks (in order): sync_mu (one commit at a time; allocator, space map, deferred frees)
 // -> mu (directory, props, open txg; short) -> Volume::mu_ (dirty maps; short) ->
 // Volume::tree_mu_ (indirect cache). I/O is never done under mu or Volume::mu_; data reads
 // and writes of different volumes and blocks proceed in parallel with a commit.
 //
-// Simplifications on purpose: one DVA per pointer (mirrors/ditto later), no compression, no
-// intent log (flush = commit), no snapshots yet (birth txgs are recorded for them).
+// Intent log (zil.cc has its theory). A volume's Flush(), FUA and sync=always writes do not
+// commit a txg: they append the volume's changes since the last durable txg, as records,
+// to the volume's chain of log blocks (header in its MOS entry) and flush the vdevs
+// written; the txg commits later as above and frees the blocks it makes obsolete. Log
+// blocks come from a reserve carved out of free space at txg commit; they are not in the
+// space map: import claims every valid block of each chain, replays the records newer
+// than the imported txg and commits. logbias=throughput turns the log off for a volume
+// (flush = commit).
+//
+// Simplifications on purpose: one DVA per pointer (mirrors/ditto later), no compression,
+// no snapshots yet (birth txgs are recorded for them).
 #include "pool/spa.h"
 
 #include <algorithm>
@@ -296,6 +306,11 @@ Status ApplyVolumeProp(std::map<std::string, std::string>& props, const std::str
       return bad("must be one of 'standard | always | disabled'");
     }
     props[prop] = value;
+  } else if (prop == "logbias") {
+    if (value != "latency" && value != "throughput") {
+      return bad("must be one of 'latency | throughput'");
+    }
+    props[prop] = value;
   } else if (prop == "checksum") {
     if (value == "off") return bad("off is not supported: every block is checksummed");
     if (auto c = ParseChecksumName(value); !c.ok()) return c.status();
@@ -442,6 +457,7 @@ DatasetInfo VolumeInfo(PoolImpl& impl, Volume& v, uint64_t pool_avail) {
   }
   d.props.emplace("readonly", "off");
   d.props.emplace("sync", "standard");
+  d.props.emplace("logbias", "latency");
   d.props.emplace("checksum", "on");
   d.props.emplace("compression", "off");
   d.props["refreservation"] = std::to_string(d.refreservation);
@@ -569,7 +585,7 @@ Status Pool::SetProperty(const std::string& dataset, const std::string& prop,
 
 Status Pool::InheritProperty(const std::string& dataset, const std::string& prop) {
   if (prop != "readonly" && prop != "sync" && prop != "checksum" && prop != "compression" &&
-      !IsUserProp(prop)) {
+      prop != "logbias" && !IsUserProp(prop)) {
     return Status::InvalidArgument("'" + prop + "' cannot be inherited");
   }
   VS_RETURN_IF_ERROR(impl_->CheckUsable());

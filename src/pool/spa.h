@@ -6,9 +6,11 @@
 // bdev::BlockDevices (ZvolDevice) which keep the pool alive.
 //
 // Durability: writes to volumes are gathered in memory and committed atomically in
-// transaction groups (txgs): on Sync() (a volume's Flush()), every txg_timeout, and when
-// dirty data passes a quarter of dirty_max (writers then block at dirty_max). Directory
-// changes (create/destroy/set) are synced before their call returns.
+// transaction groups (txgs): on Sync(), every txg_timeout, and when dirty data passes a
+// quarter of dirty_max (writers then block at dirty_max). A volume's Flush() (and FUA or
+// sync=always writes) writes the volume's intent log instead (zil.h), unless
+// logbias=throughput. Directory changes (create/destroy/set) are synced before their
+// call returns.
 //
 // Lifetime: Close() (or the last reference dropping) syncs and stops the background txg
 // thread; Export() also marks the labels exported; Destroy() marks them destroyed. After
@@ -147,7 +149,7 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // The root dataset first, then volumes by name.
   std::vector<DatasetInfo> ListDatasets();
   Result<DatasetInfo> GetDataset(const std::string& name);
-  // volsize (grow only), readonly, sync, checksum, refreservation, user props (a:b).
+  // volsize (grow only), readonly, sync, logbias, checksum, refreservation, user props (a:b).
   Status SetProperty(const std::string& dataset, const std::string& prop, const std::string& value);
   Status InheritProperty(const std::string& dataset, const std::string& prop);
 

@@ -6,6 +6,12 @@
 // replay is consistent (no double allocation, no free of a free extent, everything inside
 // the allocatable range, meta blocks disjoint from it) and every volume's root indirect
 // block reads back. Only metadata is read; data blocks are verified when read.
+//
+// Then the intent logs (zil.h): while building the free space of a candidate, each
+// volume's log chain is walked from the header in its MOS entry and every valid block is
+// claimed (taken out of the free space, so nothing allocated during the replay can
+// overwrite it). Once a candidate is accepted, the claimed records newer than its txg are
+// replayed into the volumes and committed, which frees the chains.
 #include <algorithm>
 #include <random>
 
@@ -99,6 +105,7 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name,
 
 Status PoolImpl::LoadFrom(const Uberblock& ub) {
   ResetSpace(*this);
+  zil->ResetClaims();
   auto read_meta = [&](const BlockPtr& bp, BlockType type) -> Result<std::vector<uint8_t>> {
     if (bp.type != type || bp.lsize > kMaxMetaBlock) {
       return Status::Corruption("unexpected block pointer " + bp.ToString());
@@ -139,6 +146,7 @@ Status PoolImpl::LoadFrom(const Uberblock& ub) {
       return Status::Corruption("metadata block overlaps allocated space: " + bp.ToString());
     }
   }
+  for (const auto& d : mos.datasets) VS_RETURN_IF_ERROR(zil->Claim(d, free));
   for (auto& f : free) total_free += f.total();
   free_bytes = total_free;
   for (const auto& d : mos.datasets) {
@@ -257,6 +265,9 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
   impl->open_txg = max_txg + 1;
   if (newest->state != PoolState::kActive) {
     VS_RETURN_IF_ERROR(impl->WriteLabels(PoolState::kActive, impl->synced_txg));
+  }
+  if (Status st = impl->zil->Replay(impl->synced_txg); !st.ok()) {
+    return st.WithContext("pool '" + impl->name + "': intent log replay");
   }
   impl->StartSyncThread();
   return std::make_shared<Pool>(std::move(impl));

@@ -186,7 +186,7 @@ TEST(PoolTest, HolesCostNothingAndAllocationQuery) {
   ASSERT_TRUE(dev->Write(kMiB, d).ok());
   std::vector<uint8_t> zeros(64 * 1024, 0);
   ASSERT_TRUE(dev->Write(8 * kMiB, zeros).ok());  // all-zero blocks are stored as holes
-  ASSERT_TRUE(dev->Flush().ok());
+  ASSERT_TRUE(f.pool->Sync().ok());               // a txg: `referenced` counts synced blocks
   auto ds = *f.pool->GetDataset("trunk/s");
   EXPECT_EQ(ds.referenced, 64 * 1024 + 2 * 16384);  // 4 data blocks, an L1 and an L2
   auto ext = dev->QueryAllocation(0, 64 * kMiB);
@@ -195,10 +195,10 @@ TEST(PoolTest, HolesCostNothingAndAllocationQuery) {
       {0, kMiB, false}, {kMiB, 64 * 1024, true}, {kMiB + 64 * 1024, 63 * kMiB - 64 * 1024, false}};
   EXPECT_EQ(*ext, want);
   ASSERT_TRUE(dev->Discard(kMiB, 32 * 1024).ok());  // frees two blocks
-  ASSERT_TRUE(dev->Flush().ok());
+  ASSERT_TRUE(f.pool->Sync().ok());                 // a txg: `referenced` counts synced blocks
   EXPECT_EQ(f.pool->GetDataset("trunk/s")->referenced, 32 * 1024 + 2 * 16384);
   ASSERT_TRUE(dev->WriteZeroes(kMiB + 32 * 1024, 32 * 1024).ok());
-  ASSERT_TRUE(dev->Flush().ok());
+  ASSERT_TRUE(f.pool->Sync().ok());  // a txg: `referenced` counts synced blocks
   EXPECT_EQ(f.pool->GetDataset("trunk/s")->referenced, 0u);
   ExpectConsistent(*f.pool);
   // Frees are deferred two txgs, then the space is back.
@@ -397,9 +397,9 @@ TEST(PoolTest, MosBitFlipFallsBackToOlderUberblock) {
   auto dev = *p->OpenVolume("trunk/v");
   auto d1 = Pattern(16384, 1), d2 = Pattern(16384, 2);
   ASSERT_TRUE(dev->Write(0, d1).ok());
-  ASSERT_TRUE(dev->Flush().ok());
+  ASSERT_TRUE(p->Sync().ok());  // one txg each (a Flush() would log)
   ASSERT_TRUE(dev->Write(0, d2).ok());
-  ASSERT_TRUE(dev->Flush().ok());
+  ASSERT_TRUE(p->Sync().ok());  // one txg each (a Flush() would log)
   const BlockPtr newest_mos = p->impl()->mos_bp;
   const uint64_t newest = p->impl()->synced_txg;
   dev.reset();

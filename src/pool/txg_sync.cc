@@ -3,11 +3,13 @@
 //   1. quiesce: under mu, every volume's open map becomes its syncing map; open_txg++.
 //   2. write data blocks, then indirect blocks bottom-up, to freshly allocated space
 //      (never over a live block); old pointers are freed into this txg's deferred list.
-//   3. free the trees of destroyed volumes.
+//   3. free the trees of destroyed volumes; the intent logs (zil_manager.cc) set each
+//      volume's log header and free the log blocks this txg makes obsolete.
 //   4. append this txg's alloc/free records to the space map (or condense it), write the
 //      MOS block.
 //   5. flush every vdev; write the uberblock into every label of every vdev; flush again.
-//   6. release frees of txg - kTxgDefer to the allocator; drop the syncing maps.
+//   6. release frees of txg - kTxgDefer to the allocator; drop the syncing maps and the
+//      log records this txg holds.
 //
 // A failure at any step suspends the pool (failed = true): later writes and syncs return
 // EIO; what is on disk is the previous txg, intact.
@@ -130,15 +132,19 @@ Status PoolImpl::SyncLocked() {
   MosPhys mos;
   uint64_t txg;
   size_t dirty_entries = 0;
+  bool closing;
   {
     std::lock_guard l(mu);
+    closing = stop_thread;  // Close(): the last txg also closes the intent logs
     for (auto& [n, v] : volumes) {
       dirty_entries += v->Quiesce();
       vols.push_back(v);
     }
     destroyed.swap(pending_destroy);
     for (auto& v : destroyed) dirty_entries += v->Quiesce();
-    if (dirty_entries == 0 && destroyed.empty() && !mos_dirty) return Status::Ok();
+    if (dirty_entries == 0 && destroyed.empty() && !mos_dirty && !zil->NeedsCommit(closing)) {
+      return Status::Ok();
+    }
     txg = open_txg++;
     mos_dirty = false;
     mos.props = props;
@@ -165,6 +171,9 @@ Status PoolImpl::SyncLocked() {
     Status st = v->FreeTree(ctx);
     if (!st.ok()) return fail(st);
   }
+  std::vector<DatasetPhys> datasets;
+  for (auto& v : vols) datasets.push_back(v->phys());
+  zil->SyncBegin(ctx, vols, destroyed, datasets, closing);
   // 4. space map and MOS
   std::vector<BlockPtr> old_meta;
   std::vector<SpaceMapEntry> entries;
@@ -198,7 +207,7 @@ Status PoolImpl::SyncLocked() {
   }
   mos.txg = txg;
   mos.space_map = new_sm;
-  for (auto& v : vols) mos.datasets.push_back(v->phys());
+  mos.datasets = std::move(datasets);
   BlockPtr new_mos;
   if (Status st = WriteMetaBlock(ctx, BlockType::kMos, EncodeMos(mos), &new_mos); !st.ok()) {
     return fail(st);
@@ -233,6 +242,7 @@ Status PoolImpl::SyncLocked() {
     deferred.erase(deferred.begin());
   }
   for (auto& v : vols) released += v->FinishSync();
+  zil->SyncDone(txg);
   {
     std::lock_guard l(mu);
     dirty_bytes -= released;

@@ -149,11 +149,28 @@ Result<BlockPtr> Volume::LookupL0Locked(uint64_t blkid, uint64_t* hole_span) {
         return BlockPtr{};
       }
       VS_ASSIGN_OR_RETURN(ind, LoadIndirect(parent));
+      TrimCacheLocked();
       InsertCacheLocked(Key(l, index), ind);
     }
     parent = ind->bps[(blkid >> (kIndirectShift * (l - 1))) & (kBpsPerIndirect - 1)];
   }
   return parent;
+}
+
+void Volume::TrimCacheLocked() {
+  const uint64_t max = pool_->tuning.cache_max_bytes;
+  if (pool_->cache_bytes.load() + kIndirectBlockSize <= max) return;
+  // Down to 7/8 of the bound, so a full cache does not trim on every miss. Hash order is
+  // as good as random here; the L1 block a caller holds stays alive through its shared_ptr.
+  const uint64_t target = max - max / 8;
+  for (auto it = cache_.begin(); it != cache_.end() && pool_->cache_bytes.load() > target;) {
+    if (!it->second->dirty && !grown_dirty_.count(it->first)) {
+      it = cache_.erase(it);
+      pool_->cache_bytes -= kIndirectBlockSize;
+    } else {
+      ++it;
+    }
+  }
 }
 
 Result<std::shared_ptr<Volume::Indirect>> Volume::GetForWriteLocked(uint32_t level,
@@ -186,67 +203,6 @@ void Volume::EvictClean() {
 
 // ---------------------------------------------------------------------------------------
 // I/O
-
-Status Volume::ReadFromTree(uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n) {
-  for (int attempt = 0;; attempt++) {
-    BlockPtr bp;
-    {
-      std::lock_guard l(tree_mu_);
-      uint64_t span;
-      VS_ASSIGN_OR_RETURN(bp, LookupL0Locked(blkid, &span));
-    }
-    if (bp.IsHole()) {
-      std::memset(dst, 0, n);
-      return Status::Ok();
-    }
-    if (bp.lsize != vbs_) return Status::IoError(phys_.name + ": corrupt data block pointer");
-    Status st;
-    if (in_off == 0 && n == vbs_) {
-      st = pool_->ReadBlock(bp, dst);
-    } else {
-      std::vector<uint8_t> tmp(vbs_);
-      st = pool_->ReadBlock(bp, tmp.data());
-      if (st.ok()) std::memcpy(dst, tmp.data() + in_off, n);
-    }
-    if (st.ok() || attempt > 0) return st;
-    // The block may have been rewritten and its old copy reused meanwhile: look again.
-    std::lock_guard l(tree_mu_);
-    uint64_t span;
-    auto again = LookupL0Locked(blkid, &span);
-    if (!again.ok() || *again == bp) return st;
-  }
-}
-
-Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
-  size_t done = 0;
-  while (done < buf.size()) {
-    const uint64_t pos = offset + done;
-    const uint64_t blkid = pos / vbs_;
-    const uint32_t in_off = static_cast<uint32_t>(pos % vbs_);
-    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(buf.size() - done, vbs_ - in_off));
-    uint8_t* dst = buf.data() + done;
-    bool found = false;
-    {
-      std::lock_guard l(mu_);
-      auto it = open_.find(blkid);
-      if (it == open_.end()) {
-        it = syncing_.find(blkid);
-        if (it == syncing_.end()) it = open_.end();
-      }
-      if (it != open_.end()) {
-        found = true;
-        if (it->second) {
-          std::memcpy(dst, it->second.get() + in_off, n);
-        } else {
-          std::memset(dst, 0, n);
-        }
-      }
-    }
-    if (!found) VS_RETURN_IF_ERROR(ReadFromTree(blkid, in_off, dst, n));
-    done += n;
-  }
-  return Status::Ok();
-}
 
 Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, uint32_t n,
                           bool zero) {

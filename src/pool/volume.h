@@ -98,7 +98,18 @@ class Volume {
   using Buf = std::unique_ptr<uint8_t[]>;
   static uint64_t Key(uint32_t level, uint64_t index) { return (uint64_t{level} << 56) | index; }
 
+  // Read path (volume_read.cc).
   Status ReadFromTree(uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n);
+  // Reads [in_off, in_off + n) of block `blkid` whose pointer was `bp`, verified; on a
+  // mismatch looks the pointer up again once (the block may have moved).
+  Status ReadBp(BlockPtr bp, uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n);
+  // EIO unless `bp` is a plausible data block pointer of this volume on an existing vdev.
+  Status CheckDataBp(const BlockPtr& bp) const;
+  // out[i] = pointer of block first + i for every i < count with need[i] (tree_mu_ held).
+  Status LookupRangeLocked(uint64_t first, size_t count, const uint8_t* need, BlockPtr* out);
+  // Drops clean cached indirect blocks of this volume while the pool's cache is over its
+  // bound (tree_mu_ held; never during a commit, which holds tree_mu_ throughout).
+  void TrimCacheLocked();
   Status WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, uint32_t n, bool zero);
   Result<BlockPtr> LookupL0Locked(uint64_t blkid, uint64_t* hole_span);
   Result<std::shared_ptr<Indirect>> LoadIndirect(const BlockPtr& bp);

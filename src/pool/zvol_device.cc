@@ -1,5 +1,7 @@
 #include "pool/zvol_device.h"
 
+#include <cstdlib>
+
 #include "pool/pool_impl.h"
 #include "pool/volume.h"
 
@@ -25,7 +27,8 @@ ZvolDevice::ZvolDevice(std::shared_ptr<Pool> pool, std::shared_ptr<Volume> volum
                        uint32_t logical_block_size)
     : BlockDevice(volume->phys().name, MakeGeometry(*volume, read_only, logical_block_size)),
       pool_(std::move(pool)),
-      volume_(std::move(volume)) {
+      volume_(std::move(volume)),
+      zil_(pool_->impl()->zil->Get(volume_)) {
   volume_->open_count++;
   volume_->AddResizeListener(this, [this](uint64_t size) { SetSize(size); });
 }
@@ -41,34 +44,74 @@ Status ZvolDevice::DoRead(uint64_t offset, std::span<uint8_t> buf) {
   return volume_->Read(offset, buf);
 }
 
-Status ZvolDevice::AfterWrite(bool fua) {
+ZvolDevice::Mode ZvolDevice::GetMode() const {
+  static const char* env = std::getenv("VOLSTACK_LOGBIAS");
   const std::string sync = volume_->Prop("sync", "standard");
-  if (sync == "always" || (fua && sync != "disabled")) return pool_->Sync();
-  return Status::Ok();
+  Mode m;
+  m.always = sync == "always";
+  m.disabled = sync == "disabled";
+  m.log = !m.disabled &&
+          volume_->Prop("logbias", env != nullptr && *env ? env : "latency") == "latency";
+  return m;
 }
+
+uint64_t ZvolDevice::OpenTxg() const {
+  PoolImpl& p = *pool_->impl();
+  std::lock_guard l(p.mu);
+  return p.open_txg;
+}
+
+Status ZvolDevice::MakeDurable(const Mode& m) { return m.log ? zil_->Commit() : pool_->Sync(); }
 
 Status ZvolDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, bdev::WriteOptions opts) {
   VS_RETURN_IF_ERROR(pool_->impl()->CheckUsable());
-  VS_RETURN_IF_ERROR(volume_->Write(offset, buf));
-  return AfterWrite(opts.fua);
+  const Mode m = GetMode();
+  Status st;
+  if (m.log) {
+    Zil::RangeLock range(*zil_, offset, buf.size());
+    st = volume_->Write(offset, buf);
+    // The open txg read after the write bounds the txg that holds it (zil.cc).
+    if (st.ok()) zil_->LogWrite(OpenTxg(), offset, buf);
+  } else {
+    st = volume_->Write(offset, buf);
+  }
+  // A failed write may have changed part of the range: only a txg makes that durable.
+  if (!m.log || !st.ok()) zil_->NoteUnlogged(OpenTxg());
+  VS_RETURN_IF_ERROR(st);
+  if (m.always || (opts.fua && !m.disabled)) return MakeDurable(m);
+  return Status::Ok();
 }
 
 Status ZvolDevice::DoFlush() {
   VS_RETURN_IF_ERROR(pool_->impl()->CheckUsable());
-  if (volume_->Prop("sync", "standard") == "disabled") return Status::Ok();
-  return pool_->Sync();
+  const Mode m = GetMode();
+  if (m.disabled) return Status::Ok();
+  return MakeDurable(m);
+}
+
+Status ZvolDevice::Zero(uint64_t offset, uint64_t length, bool fua) {
+  VS_RETURN_IF_ERROR(pool_->impl()->CheckUsable());
+  const Mode m = GetMode();
+  Status st;
+  if (m.log) {
+    Zil::RangeLock range(*zil_, offset, length);
+    st = volume_->Zero(offset, length);
+    if (st.ok()) zil_->LogZero(OpenTxg(), offset, length);
+  } else {
+    st = volume_->Zero(offset, length);
+  }
+  if (!m.log || !st.ok()) zil_->NoteUnlogged(OpenTxg());
+  VS_RETURN_IF_ERROR(st);
+  if (m.always || (fua && !m.disabled)) return MakeDurable(m);
+  return Status::Ok();
 }
 
 Status ZvolDevice::DoDiscard(uint64_t offset, uint64_t length) {
-  VS_RETURN_IF_ERROR(pool_->impl()->CheckUsable());
-  VS_RETURN_IF_ERROR(volume_->Zero(offset, length));
-  return AfterWrite(false);
+  return Zero(offset, length, false);
 }
 
 Status ZvolDevice::DoWriteZeroes(uint64_t offset, uint64_t length, bdev::ZeroOptions opts) {
-  VS_RETURN_IF_ERROR(pool_->impl()->CheckUsable());
-  VS_RETURN_IF_ERROR(volume_->Zero(offset, length));
-  return AfterWrite(opts.fua);
+  return Zero(offset, length, opts.fua);
 }
 
 Result<std::vector<bdev::AllocationExtent>> ZvolDevice::DoQueryAllocation(uint64_t offset,

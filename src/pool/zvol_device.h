@@ -4,8 +4,12 @@
 // 4096), physical block size = optimal I/O = volblocksize. Discard and write-zeroes turn
 // whole blocks into holes (no space); the allocation query reads the block-pointer tree.
 // Durability follows the `sync` property, read at each call: standard -> Flush() and FUA
-// writes commit the txg; always -> every write commits before it returns; disabled ->
-// Flush() returns at once (data reaches disk with the next timed txg).
+// writes are durable when they return; always -> every write is; disabled -> Flush()
+// returns at once (data reaches disk with the next timed txg). How: with logbias=latency
+// (the default) through the volume's intent log (zil.h: a log write and a flush of the
+// vdevs written); with logbias=throughput by committing the txg. Each write is made under
+// the log's range lock and recorded (zil.h) so overlapping writes log in volume order.
+// VOLSTACK_LOGBIAS in the environment overrides the default (benchmarks compare both).
 //
 // The device holds the pool (shared_ptr): the pool stays open while a device exists.
 // Threads: safe from any number of threads (see volume.h for the locking).
@@ -19,6 +23,7 @@
 namespace volstack::pool {
 
 class Volume;
+class Zil;
 
 class ZvolDevice final : public bdev::BlockDevice {
  public:
@@ -38,10 +43,20 @@ class ZvolDevice final : public bdev::BlockDevice {
                                                                 uint64_t length) override;
 
  private:
-  Status AfterWrite(bool fua);
+  struct Mode {
+    bool log = true;  // record writes and make them durable through the intent log
+    bool always = false;
+    bool disabled = false;
+  };
+  Mode GetMode() const;
+  uint64_t OpenTxg() const;
+  // Zeroes [offset, offset+length) (discard / write-zeroes), logged like a write.
+  Status Zero(uint64_t offset, uint64_t length, bool fua);
+  Status MakeDurable(const Mode& m);
 
   std::shared_ptr<Pool> pool_;  // declared first: destroyed after volume_
   std::shared_ptr<Volume> volume_;
+  std::shared_ptr<Zil> zil_;
 };
 
 }  // namespace volstack::pool

@@ -1,0 +1,50 @@
+// The fuzz entry for every pool decoder of untrusted bytes (labels, uberblocks, block
+// pointers, the MOS, space-map blocks). A header so that the libFuzzer target
+// (format_fuzz.cc, built with -DVOLSTACK_FUZZ=ON) and the CI smoke test
+// (fuzz_smoke_test.cc) run the same code while volstack_pool carries none of it.
+// The first byte picks the decoder; the rest is its input. Decoders must return a Status,
+// never crash, read out of bounds or abort.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "pool/blkptr_format.h"
+#include "pool/label_format.h"
+#include "pool/mos_format.h"
+
+namespace volstack::pool {
+
+inline int FuzzPoolFormat(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const std::span<const uint8_t> in(data + 1, size - 1);
+  switch (data[0] % 5) {
+    case 0:
+      (void)DecodeBlockPtr(in).ok();
+      break;
+    case 1: {
+      std::vector<uint8_t> slot(kUberSlotSize, 0);
+      std::copy(in.begin(), in.begin() + std::min(in.size(), slot.size()), slot.begin());
+      (void)DecodeUberblock(slot, 0).ok();
+      break;
+    }
+    case 2: {
+      std::vector<uint8_t> region(kLabelConfigSize, 0);
+      std::copy(in.begin(), in.begin() + std::min(in.size(), region.size()), region.begin());
+      (void)DecodeLabelConfig(region, 0).ok();
+      break;
+    }
+    case 3:
+      (void)DecodeMos(in).ok();
+      break;
+    default:
+      (void)DecodeSpaceMapBlock(in).ok();
+      break;
+  }
+  return 0;
+}
+
+}  // namespace volstack::pool

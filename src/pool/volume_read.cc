@@ -1,0 +1,247 @@
+// Volume::Read: the read path of a volume (see volume.h for the tree and the dirty maps).
+//
+// One request costs one pass under each lock, not one per block:
+//   1. under mu_, the dirty maps are probed once for the whole block range (a lower_bound
+//      each; the common case, nothing dirty in range, ends there) and dirty blocks are
+//      copied out;
+//   2. under tree_mu_, the block pointers of the remaining blocks are collected, fetching
+//      each cached L1 indirect block once per run of up to 128 pointers;
+//   3. with no lock held, whole blocks whose DVAs are adjacent on one vdev are read with one
+//      vdev read (up to kMaxRunBytes) straight into the caller's buffer and verified there,
+//      block by block, in place; partial head/tail blocks go through a per-thread bounce
+//      buffer of one block.
+// A checksum mismatch on a merged read is retried block by block through the slow path,
+// which looks the pointer up again (the block may have been rewritten and its old copy
+// reused meanwhile) before it reports EIO.
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "pool/pool_impl.h"
+#include "pool/volume.h"
+
+namespace volstack::pool {
+
+namespace {
+
+// Per-thread scratch, reused across requests so a 4 KiB read allocates nothing.
+struct ReadScratch {
+  std::vector<BlockPtr> bps;
+  std::vector<uint8_t> need;  // 1: read from the tree
+  uint8_t* bounce = nullptr;  // one block, 4 KiB aligned (O_DIRECT vdevs read into it as is)
+  uint32_t bounce_size = 0;
+  ~ReadScratch() { std::free(bounce); }
+  uint8_t* Bounce(uint32_t size) {
+    if (bounce_size < size) {
+      std::free(bounce);
+      bounce = static_cast<uint8_t*>(std::aligned_alloc(4096, size));
+      VS_CHECK(bounce != nullptr);
+      bounce_size = size;
+    }
+    return bounce;
+  }
+};
+
+// A stack of scratch areas per thread: a pool whose vdev is another pool's volume (stacking)
+// reads that volume from inside this read, on the same thread.
+thread_local std::vector<std::unique_ptr<ReadScratch>> t_scratch;
+thread_local size_t t_depth = 0;
+
+class ScratchLease {
+ public:
+  ScratchLease() {
+    if (t_scratch.size() <= t_depth) t_scratch.push_back(std::make_unique<ReadScratch>());
+    s_ = t_scratch[t_depth++].get();
+  }
+  ~ScratchLease() { t_depth--; }
+  ReadScratch* operator->() const { return s_; }
+
+ private:
+  ReadScratch* s_;
+};
+
+// Longest merged vdev read. The blocks are verified right after the read, while they are
+// still in the CPU's L2 cache: with 1 MiB runs the checksum pass re-read them from memory
+// and cost as much as the copy out of the page cache (docs/bench.md, "Where the time goes").
+constexpr uint64_t kMaxRunBytes = 128 * 1024;
+
+}  // namespace
+
+Status Volume::CheckDataBp(const BlockPtr& bp) const {
+  const Dva& d = bp.dva[0];
+  if (bp.lsize != vbs_ || bp.psize != bp.lsize || d.vdev >= pool_->vdevs.size() ||
+      d.offset < kAllocStart || d.offset + d.asize() > pool_->vdevs[d.vdev]->alloc_end()) {
+    return Status::IoError(phys_.name + ": corrupt data block pointer " + bp.ToString());
+  }
+  return Status::Ok();
+}
+
+Status Volume::ReadBp(BlockPtr bp, uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n) {
+  for (int attempt = 0;; attempt++) {
+    if (bp.IsHole()) {
+      std::memset(dst, 0, n);
+      return Status::Ok();
+    }
+    if (bp.lsize != vbs_) return Status::IoError(phys_.name + ": corrupt data block pointer");
+    Status st;
+    if (in_off == 0 && n == vbs_) {
+      st = pool_->ReadBlock(bp, dst);
+    } else {
+      ScratchLease scratch;
+      uint8_t* tmp = scratch->Bounce(vbs_);
+      st = pool_->ReadBlock(bp, tmp);
+      if (st.ok()) std::memcpy(dst, tmp + in_off, n);
+    }
+    if (st.ok() || attempt > 0) return st;
+    // The block may have been rewritten and its old copy reused meanwhile: look again.
+    std::lock_guard l(tree_mu_);
+    uint64_t span;
+    auto again = LookupL0Locked(blkid, &span);
+    if (!again.ok() || *again == bp) return st;
+    bp = *again;
+  }
+}
+
+Status Volume::ReadFromTree(uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n) {
+  BlockPtr bp;
+  {
+    std::lock_guard l(tree_mu_);
+    uint64_t span;
+    VS_ASSIGN_OR_RETURN(bp, LookupL0Locked(blkid, &span));
+  }
+  return ReadBp(bp, blkid, in_off, dst, n);
+}
+
+Status Volume::LookupRangeLocked(uint64_t first, size_t count, const uint8_t* need, BlockPtr* out) {
+  std::shared_ptr<Indirect> l1;
+  uint64_t l1_index = ~uint64_t{0};
+  for (size_t i = 0; i < count; i++) {
+    if (!need[i]) continue;
+    const uint64_t blkid = first + i;
+    if ((blkid >> kIndirectShift) != l1_index) {
+      l1_index = blkid >> kIndirectShift;
+      auto it = cache_.find(Key(1, l1_index));
+      l1 = it == cache_.end() ? nullptr : it->second;
+    }
+    if (l1) {
+      out[i] = l1->bps[blkid & (kBpsPerIndirect - 1)];
+      continue;
+    }
+    // Not cached: the full walk loads (and caches) the L1 block, or finds a hole above it.
+    uint64_t span;
+    VS_ASSIGN_OR_RETURN(out[i], LookupL0Locked(blkid, &span));
+    auto it = cache_.find(Key(1, l1_index));
+    if (it != cache_.end()) l1 = it->second;
+  }
+  return Status::Ok();
+}
+
+Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
+  if (buf.empty()) return Status::Ok();
+  const uint64_t first = offset / vbs_;
+  const uint64_t last = (offset + buf.size() - 1) / vbs_;
+  const size_t count = static_cast<size_t>(last - first + 1);
+  ScratchLease lease;
+  ReadScratch& s = *lease.operator->();
+  s.need.assign(count, 1);
+  if (s.bps.size() < count) s.bps.resize(count);
+
+  // Where block i of the request lands in buf, and which part of it.
+  auto piece = [&](size_t i, uint32_t* in_off, uint32_t* n) -> uint8_t* {
+    const uint64_t bstart = (first + i) * vbs_;
+    const uint64_t from = std::max(bstart, offset);
+    const uint64_t to = std::min(bstart + vbs_, offset + buf.size());
+    *in_off = static_cast<uint32_t>(from - bstart);
+    *n = static_cast<uint32_t>(to - from);
+    return buf.data() + (from - offset);
+  };
+
+  // 1. Dirty blocks (open map first, then syncing), one lock for the request.
+  size_t from_tree = count;
+  {
+    std::lock_guard l(mu_);
+    auto o = open_.lower_bound(first);
+    auto y = syncing_.lower_bound(first);
+    const bool any =
+        (o != open_.end() && o->first <= last) || (y != syncing_.end() && y->first <= last);
+    if (any) {
+      for (size_t i = 0; i < count; i++) {
+        const uint64_t blkid = first + i;
+        while (o != open_.end() && o->first < blkid) ++o;
+        while (y != syncing_.end() && y->first < blkid) ++y;
+        const Buf* src = nullptr;
+        if (o != open_.end() && o->first == blkid) {
+          src = &o->second;
+        } else if (y != syncing_.end() && y->first == blkid) {
+          src = &y->second;
+        } else {
+          continue;
+        }
+        uint32_t in_off, n;
+        uint8_t* dst = piece(i, &in_off, &n);
+        if (*src) {
+          std::memcpy(dst, src->get() + in_off, n);
+        } else {
+          std::memset(dst, 0, n);
+        }
+        s.need[i] = 0;
+        from_tree--;
+      }
+    }
+  }
+  if (from_tree == 0) return Status::Ok();
+
+  // 2. Block pointers of the rest, one lock for the request.
+  {
+    std::lock_guard l(tree_mu_);
+    VS_RETURN_IF_ERROR(LookupRangeLocked(first, count, s.need.data(), s.bps.data()));
+  }
+
+  // 3. I/O, no lock held: runs of adjacent whole blocks become one vdev read.
+  for (size_t i = 0; i < count;) {
+    if (!s.need[i]) {
+      i++;
+      continue;
+    }
+    uint32_t in_off, n;
+    uint8_t* dst = piece(i, &in_off, &n);
+    const BlockPtr& bp = s.bps[i];
+    if (bp.IsHole() || n != vbs_) {
+      VS_RETURN_IF_ERROR(ReadBp(bp, first + i, in_off, dst, n));
+      i++;
+      continue;
+    }
+    VS_RETURN_IF_ERROR(CheckDataBp(bp));
+    const Dva& d0 = bp.dva[0];
+    size_t j = i + 1;
+    uint64_t next = d0.offset + d0.asize();
+    while (j < count && s.need[j] && d0.asize() == vbs_ && (j - i + 1) * vbs_ <= kMaxRunBytes) {
+      const BlockPtr& b = s.bps[j];
+      uint32_t jo, jn;
+      piece(j, &jo, &jn);
+      if (b.IsHole() || jn != vbs_ || b.dva[0].vdev != d0.vdev || b.dva[0].offset != next ||
+          !CheckDataBp(b).ok()) {
+        break;
+      }
+      next += vbs_;
+      j++;
+    }
+    const size_t run = j - i;
+    Status st = pool_->vdevs[d0.vdev]->device()->Read(
+        d0.offset, std::span<uint8_t>(dst, run * uint64_t{vbs_}));
+    for (size_t k = 0; k < run; k++) {
+      uint8_t* p = dst + k * uint64_t{vbs_};
+      const BlockPtr& b = s.bps[i + k];
+      if (st.ok() && ComputeChecksum(b.cksum, std::span<const uint8_t>(p, vbs_)) == b.checksum) {
+        continue;
+      }
+      // A failed read or a mismatch: retry this block alone (it looks the pointer up again).
+      VS_RETURN_IF_ERROR(ReadBp(b, first + i + k, 0, p, vbs_));
+    }
+    i = j;
+  }
+  return Status::Ok();
+}
+
+}  // namespace volstack::pool
