@@ -1,5 +1,6 @@
 // The lvm2-compatible verbs: pv*, vg*, lv* (one file per verb group, see lvm_common.h).
 #include "cli/lvm_common.h"
+#include "cli/lvm_pvmove.h"
 #include "cli/verbs.h"
 
 namespace volstack::cli {
@@ -10,7 +11,7 @@ void RegisterLvmVerbs(CLI::App& app, Context& ctx) {
   lvmcli::RegisterLvVerbs(app, ctx);
   lvmcli::RegisterReportVerbs(app, ctx);
   lvmcli::RegisterCatVerb(app, ctx);
-  AddReservedVerb(app, ctx, "pvmove", "LVM2 pvmove");
+  RegisterPvmoveVerb(app, ctx);
 }
 
 }  // namespace volstack::cli

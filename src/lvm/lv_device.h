@@ -1,27 +1,51 @@
-// LvDevice: an active logical volume as a BlockDevice.
+// LvDevice: an active logical volume as a BlockDevice, whose mapping can change while it is
+// in use (lvextend, lvreduce, each step of a pvmove).
 //
 // Each segment of the LV becomes a mapping entry [start, start + length) in LV bytes onto
 // its areas. A request is split at segment and stripe-chunk boundaries and each piece is
 // passed to the area's device as a sub-span of the caller's buffer: no copies, no
-// buffering, no state beyond the immutable map. Linear is a striped segment with one area.
+// buffering. Linear is a striped segment with one area.
 //
 //   striped, N areas, chunk C:  LV offset r in the segment -> chunk k = r / C,
 //                               area k % N, area offset (k / N) * C + r % C
-//   mirror (pvmove0):           reads from leg 0, writes, discards and zeroing to every leg
 //   area naming an LV:          the sub-LV (pvmove0) is activated as its own LvDevice and
 //                               the area maps onto its bytes
 //   area on a missing PV:       EIO (only with partial activation)
+//   mirror segment (pvmove0), as lvm2's dm tables map it (lib/mirror/mirrored.c):
+//     complete (extents_moved == extent_count): every request goes to the last leg (the
+//       destination);
+//     running (the first incomplete segment; every segment of an --atomic move): reads
+//       from leg 0 (the source, which is authoritative until the segment completes),
+//       writes, discards and zeroing to every leg, each holding its destination range in
+//       the MirrorGate so a concurrent copy of that region cannot undo it;
+//     pending (later incomplete segments): every request goes to leg 0.
+//
+// Live remapping. The mapping is an immutable Map object; Remap() builds a new one from new
+// metadata and publishes it with one atomic pointer store. A request pins the map it
+// started on (an in-flight counter on that map) and finishes on it, so no request ever sees
+// half of a map. Remap() then waits until every request still pinned to the old map has
+// finished: after it returns, nothing is still writing through the old layout (pvmove
+// relies on that before it copies a segment that just became mirrored). Old maps are kept
+// until the device is destroyed, so a request that loaded the pointer just before the swap
+// never touches freed memory. Geometry is fixed at activation except the size, which
+// follows the map (a remap to PVs with a larger logical block size is refused).
+//
+// Every LvDevice made by Create() is also listed, weakly, in a process-wide table keyed by
+// the VG and LV UUIDs; RemapLiveLvs() (called by Lvm::Commit) refreshes each one from the
+// committed metadata, so an LV active in the daemon follows lvextend/lvreduce/pvmove done in
+// the same process.
 //
 // Geometry: logical block = the largest of the PVs' logical blocks, physical block = the
 // largest physical block, optimal I/O = the widest stripe width (stripes * chunk), or the
 // largest of the PVs' for a linear LV. Capabilities: FUA, discard and write-zeroes when every
 // PV has them; the allocation query when any has (the others report data).
 //
-// Threads: the map is immutable after Create, so every method is safe from any thread; the
-// PV devices are themselves thread-safe.
+// Threads: every method is safe from any thread; Remap() calls are serialized internally.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,6 +58,9 @@ struct LvActivation {
   bool partial = false;  // map areas on missing PVs to EIO instead of refusing
   bool read_only = false;
 };
+
+// The tag an --atomic pvmove puts on its pvmove LV: every incomplete segment is mirrored.
+inline constexpr char kAtomicMoveTag[] = "volstack_atomic_pvmove";
 
 class LvDevice final : public bdev::BlockDevice {
  public:
@@ -50,15 +77,28 @@ class LvDevice final : public bdev::BlockDevice {
   struct MapEntry {
     uint64_t start = 0;  // LV bytes
     uint64_t length = 0;
-    uint64_t chunk = 0;  // striped: stripe size in bytes; 0 for one area
-    bool mirror = false;
+    uint64_t chunk = 0;        // striped: stripe size in bytes; 0 for one area
+    bool mirror = false;       // a running mirror: read areas[0], write every area
+    std::string gate_pv;       // mirror: the destination PV's UUID, the MirrorGate key
+    uint64_t gate_offset = 0;  // mirror: byte offset on that PV of the entry's start
     std::vector<Target> areas;
   };
 
-  const std::vector<MapEntry>& map() const { return map_; }
+  // A copy of the current mapping.
+  std::vector<MapEntry> map() const;
+  const std::string& vg_id() const { return vg_id_; }
+  const std::string& lv_id() const { return lv_id_; }
+
+  // Rebuilds the mapping from `vg` (where the LV has the UUID lv_id(); its name may have
+  // changed) and switches to it; returns once no request runs on the old mapping. On error
+  // the old mapping stays. EINVAL if the new PVs need a larger logical block size.
+  Status Remap(const VolumeGroup& vg, const std::vector<bdev::BlockDevicePtr>& pv_devs);
+  // How many times the mapping changed (tests, status).
+  uint64_t generation() const { return generation_.load(); }
 
   LvDevice(std::string name, const bdev::Geometry& geometry, std::vector<MapEntry> map,
            std::vector<bdev::BlockDevicePtr> lower);
+  ~LvDevice() override;
 
  protected:
   Status DoRead(uint64_t offset, std::span<uint8_t> buf) override;
@@ -70,13 +110,38 @@ class LvDevice final : public bdev::BlockDevice {
                                                                 uint64_t length) override;
 
  private:
-  // Calls fn(area_index_or_-1_for_all_legs..., target, target_offset, lv_offset, piece_len)
-  // for each piece of [offset, offset + length).
-  template <typename Fn>
-  Status ForEachPiece(uint64_t offset, uint64_t length, bool all_legs, Fn&& fn);
+  struct Map {
+    std::vector<MapEntry> entries;
+    std::vector<bdev::BlockDevicePtr> lower;  // unique devices, for Flush
+    uint64_t size = 0;
+    mutable std::atomic<int64_t> inflight{0};
+  };
+  class Pin;
 
-  const std::vector<MapEntry> map_;
-  const std::vector<bdev::BlockDevicePtr> lower_;  // unique devices, for Flush
+  // Calls fn(target, target_offset, done, piece_len) for each piece of [offset, offset +
+  // length) on `map`; for a running mirror with all_legs, once per leg inside the gate.
+  template <typename Fn>
+  Status ForEachPiece(const Map& map, uint64_t offset, uint64_t length, bool all_legs, Fn&& fn);
+
+  std::atomic<const Map*> map_;
+  std::mutex remap_mu_;                     // serializes Remap
+  std::vector<std::unique_ptr<Map>> maps_;  // GUARDED_BY(remap_mu_); every map ever used
+  std::atomic<uint64_t> generation_{0};
+  std::string vg_id_, lv_id_;
+  LvActivation activation_;
+
+  friend Result<std::shared_ptr<LvDevice>> CreateLvDevice(const VolumeGroup&, const LogicalVolume&,
+                                                          const std::vector<bdev::BlockDevicePtr>&,
+                                                          const LvActivation&, int);
 };
+
+// Remaps every live LvDevice (made by LvDevice::Create in this process) of `vg` from its
+// committed metadata; `pv_devs` parallel to vg.pvs. LVs no longer in `vg` keep their map.
+// Returns the first error, naming the LV.
+Status RemapLiveLvs(const VolumeGroup& vg, const std::vector<bdev::BlockDevicePtr>& pv_devs);
+
+// The live LvDevices of LV `lv_id` of VG `vg_id` in this process.
+std::vector<std::shared_ptr<LvDevice>> FindLiveLvs(const std::string& vg_id,
+                                                   const std::string& lv_id);
 
 }  // namespace volstack::lvm

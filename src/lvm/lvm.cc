@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <ctime>
 #include <map>
+#include <mutex>
 
 #include "lvm/lv_device.h"
 #include "lvm/uuid.h"
@@ -188,6 +189,25 @@ Status Lvm::Commit(VolumeGroup vg, const std::string& description,
   int mdas = 0;
   for (Pv* pv : members) mdas += static_cast<int>(pv->mdas().size());
   if (mdas == 0) return Status::InvalidArgument("VG " + vg.name + ": no metadata areas");
+  // Sessions in one process (the daemon's requests and its pvmove job) commit one at a time,
+  // and never on top of metadata newer than the copy they changed.
+  static std::mutex* commit_mu = new std::mutex;
+  std::lock_guard commit_lock(*commit_mu);
+  if (!vg.id.empty() && vg.seqno > 0) {
+    uint32_t newest = 0;
+    for (Pv* pv : members) {
+      if (!pv->Reload().ok()) continue;
+      for (const auto& c : pv->copies()) {
+        if (c.vg && c.vg->id == vg.id) newest = std::max(newest, c.vg->seqno);
+      }
+    }
+    if (newest > vg.seqno) {
+      Assemble();
+      return Status::FromErrno(EAGAIN, "VG " + vg.name + " changed since it was read (seqno " +
+                                           std::to_string(newest) + " on disk, " +
+                                           std::to_string(vg.seqno) + " here); try again");
+    }
+  }
   vg.seqno++;
   const std::string text = ExportVg(vg, MakeExportInfo(description));
 
@@ -217,6 +237,20 @@ Status Lvm::Commit(VolumeGroup vg, const std::string& description,
   VS_RETURN_IF_ERROR(flush_all());
   for (Pv* pv : released) VS_RETURN_IF_ERROR(pv->MakeOrphan());
   for (Pv* pv : members) VS_RETURN_IF_ERROR(pv->Reload());
+  Assemble();
+  // LVs active in this process (the daemon's) follow the committed metadata.
+  if (VgHandle* h = FindVg(vg.name)) {
+    std::vector<bdev::BlockDevicePtr> devs;
+    for (Pv* pv : h->pvs) devs.push_back(pv ? pv->dev() : nullptr);
+    Status remap = RemapLiveLvs(h->vg, devs);
+    if (!remap.ok())
+      return remap.WithContext("metadata committed, but an active LV did not follow");
+  }
+  return Status::Ok();
+}
+
+Status Lvm::Reload() {
+  for (auto& pv : pvs_) VS_RETURN_IF_ERROR(pv->Reload());
   Assemble();
   return Status::Ok();
 }

@@ -102,6 +102,10 @@ class Lvm {
   // Opens every device read-write again (after a read-only scan) before a write.
   bool read_only() const { return read_only_; }
 
+  // Re-reads every PV's metadata areas and re-assembles the VGs: another session in this
+  // process (a running pvmove) may have committed since this one scanned.
+  Status Reload();
+
  private:
   void Assemble();
 

@@ -9,7 +9,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "util/coding.h"
 
@@ -18,6 +20,28 @@ namespace volstack::stack {
 namespace {
 
 constexpr uint32_t kMaxMessage = 1 << 20;
+
+// The request running on this thread, for ReleaseCurrentRequest.
+struct RunningRequest {
+  std::unique_lock<std::mutex>* lock = nullptr;
+  int saved[3] = {-1, -1, -1};
+  std::string old_cwd;
+  bool released = false;
+  std::function<void()> on_release;  // counts the request as released in its server
+};
+thread_local RunningRequest* t_request = nullptr;
+
+void RestoreProcessState(RunningRequest& r) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  for (int i = 0; i < 3; i++) {
+    ::dup2(r.saved[i], i);
+    ::close(r.saved[i]);
+    r.saved[i] = -1;
+  }
+  if (!r.old_cwd.empty() && ::chdir(r.old_cwd.c_str()) != 0) {
+  }
+}
 
 Result<sockaddr_un> SocketAddress(const std::string& path) {
   sockaddr_un addr{};
@@ -121,10 +145,30 @@ ControlServer::ControlServer(std::string socket_path, int listen_fd, Handler han
   acceptor_ = std::thread([this] { AcceptLoop(); });
 }
 
+void ControlServer::ReleaseCurrentRequest() {
+  RunningRequest* r = t_request;
+  if (r == nullptr || r->released) return;
+  RestoreProcessState(*r);
+  r->released = true;
+  r->on_release();
+  r->lock->unlock();
+}
+
+void ControlServer::ReacquireCurrentRequest() {
+  RunningRequest* r = t_request;
+  if (r == nullptr || !r->released || r->lock->owns_lock()) return;
+  r->lock->lock();
+}
+
 ControlServer::~ControlServer() {
   stopping_ = true;
   ::shutdown(listen_fd_, SHUT_RDWR);
   if (acceptor_.joinable()) acceptor_.join();
+  {
+    // Requests that let the others run must finish before the lock they return to goes.
+    std::unique_lock l(released_mu_);
+    released_cv_.wait(l, [this] { return released_ == 0; });
+  }
   // Wait for a request still running; connection threads touch nothing of ours after it.
   std::lock_guard lock(request_mu_);
   ::close(listen_fd_);
@@ -190,28 +234,36 @@ void ControlServer::Serve(int conn) {
     return close_fds();
   }
   int exit_code = 1;
+  bool released = false;
   {
-    std::lock_guard lock(request_mu_);
+    std::unique_lock lock(request_mu_);
     std::fflush(stdout);
     std::fflush(stderr);
-    const int saved[3] = {::dup(0), ::dup(1), ::dup(2)};
+    RunningRequest running;
+    running.lock = &lock;
+    for (int i = 0; i < 3; i++) running.saved[i] = ::dup(i);
     for (int i = 0; i < 3; i++) ::dup2(fds[i], i);
     char old_cwd[4096];
-    const bool have_cwd = ::getcwd(old_cwd, sizeof old_cwd) != nullptr;
+    if (::getcwd(old_cwd, sizeof old_cwd) != nullptr) running.old_cwd = old_cwd;
     if (::chdir(request.cwd.c_str()) != 0) {
       // Relative paths would resolve elsewhere; run from / and let them fail visibly.
       if (::chdir("/") != 0) {
       }
     }
+    running.on_release = [this] {
+      std::lock_guard l(released_mu_);
+      released_++;
+    };
+    t_request = &running;
     exit_code = handler_(request);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    for (int i = 0; i < 3; i++) {
-      ::dup2(saved[i], i);
-      ::close(saved[i]);
-    }
-    if (have_cwd && ::chdir(old_cwd) != 0) {
-    }
+    t_request = nullptr;
+    released = running.released;
+    if (!released) RestoreProcessState(running);
+  }
+  if (released) {
+    std::lock_guard l(released_mu_);
+    released_--;
+    released_cv_.notify_all();
   }
   close_fds();
   SendMessage(conn, nlohmann::json{{"exit", exit_code}}.dump()).IgnoreError();

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -40,6 +41,14 @@ class ControlServer {
 
   const std::string& socket_path() const { return socket_path_; }
 
+  // For a long request (pvmove) that should not hold up the others. Called on the request's
+  // own thread, inside the handler: ReleaseCurrentRequest() restores the daemon's stdio and
+  // cwd (the caller keeps dup()s of the client's fds it still wants to write to) and lets the
+  // next request run; ReacquireCurrentRequest() takes the request lock again before the
+  // handler goes on to work that must be serialized. Both are no-ops outside a request.
+  static void ReleaseCurrentRequest();
+  static void ReacquireCurrentRequest();
+
   ControlServer(std::string socket_path, int listen_fd, Handler handler);
 
  private:
@@ -51,6 +60,10 @@ class ControlServer {
   const Handler handler_;
   std::atomic<bool> stopping_{false};
   std::mutex request_mu_;  // one command at a time: it owns fds 0-2 while it runs
+  // Requests that released request_mu_ and have not finished; the destructor waits for them.
+  std::mutex released_mu_;
+  std::condition_variable released_cv_;
+  int released_ = 0;  // GUARDED_BY(released_mu_)
   std::thread acceptor_;
 };
 

@@ -24,6 +24,43 @@ Daemon* Daemon::Current() { return g_current.load(); }
 
 void Daemon::RequestStop() { stop_requested_ = true; }
 
+Status Daemon::StartJob(std::function<void()> run, std::function<void()> stop) {
+  std::lock_guard lock(jobs_mu_);
+  if (jobs_closed_) return Status::Busy("the daemon is stopping");
+  // Reap jobs that have finished.
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    if (it->done->load()) {
+      it->thread.join();
+      it = jobs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  Job job;
+  job.stop = std::move(stop);
+  job.done = done;
+  job.thread = std::thread([run = std::move(run), done] {
+    run();
+    done->store(true);
+  });
+  jobs_.push_back(std::move(job));
+  return Status::Ok();
+}
+
+void Daemon::StopJobs() {
+  std::vector<Job> jobs;
+  {
+    std::lock_guard lock(jobs_mu_);
+    jobs_closed_ = true;
+    jobs.swap(jobs_);
+  }
+  for (auto& j : jobs) {
+    if (j.stop) j.stop();
+  }
+  for (auto& j : jobs) j.thread.join();
+}
+
 Status Daemon::Run(const StateDir& state, Hooks hooks, std::function<void(Status)> ready) {
   VS_RETURN_IF_ERROR(MakeDirectories(state.root));
   // One daemon per state dir: the pid file is locked for the daemon's lifetime.
@@ -60,6 +97,8 @@ Status Daemon::Run(const StateDir& state, Hooks hooks, std::function<void(Status
   while (!g_signalled && !daemon.stop_requested_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  // Background jobs stop first (their followers answer their clients), then requests.
+  daemon.StopJobs();
   // Stop taking requests before tearing down what they would use.
   server.value().reset();
   Status down = daemon.hooks_.down ? daemon.hooks_.down(daemon) : Status::Ok();

@@ -10,13 +10,17 @@
 // atomic) and the next `up` recovers.
 //
 // Requests run one at a time (ControlServer serializes them); device I/O from devfs and NBD
-// runs concurrently on their own threads and never takes the request lock.
+// runs concurrently on their own threads and never takes the request lock. Long work (a
+// pvmove) runs as a job on a thread the daemon owns (StartJob), stopped before shutdown.
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "bdev/device_registry.h"
 #include "stack/control_socket.h"
@@ -47,6 +51,13 @@ class Daemon {
   // Ends Run() once the current request has answered.
   void RequestStop();
 
+  // Background work the daemon owns (a pvmove): `run` runs on a thread of its own; when the
+  // daemon stops, `stop` is called and the thread joined before the stack goes down. EBUSY
+  // once the daemon is stopping.
+  Status StartJob(std::function<void()> run, std::function<void()> stop);
+  // Stops every job (calls its `stop`, joins it) and refuses new ones.
+  void StopJobs();
+
  private:
   Daemon(StateDir state, Hooks hooks) : state_(std::move(state)), hooks_(std::move(hooks)) {}
 
@@ -54,6 +65,15 @@ class Daemon {
   const Hooks hooks_;
   bdev::DeviceRegistry registry_;
   std::atomic<bool> stop_requested_{false};
+
+  struct Job {
+    std::thread thread;
+    std::function<void()> stop;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::mutex jobs_mu_;
+  std::vector<Job> jobs_;     // GUARDED_BY(jobs_mu_)
+  bool jobs_closed_ = false;  // GUARDED_BY(jobs_mu_)
 };
 
 }  // namespace volstack::stack

@@ -1,0 +1,21 @@
+// `volstack pvmove` (lvm_pvmove_verb.cc) and the daemon's side of it.
+//
+// Without a daemon the move runs in the command's process, to its end; killed, it resumes
+// with `volstack pvmove` (no argument) from the last checkpoint. With a daemon, the command
+// runs inside it: the move becomes a daemon job (so the LV stays exported and in use, and
+// other commands keep running: the request lock is released while the client follows the
+// job's progress), and `volstack up` resumes interrupted moves as jobs.
+#pragma once
+
+#include "cli/cli.h"
+#include "stack/daemon.h"
+
+namespace volstack::cli {
+
+void RegisterPvmoveVerb(CLI::App& app, Context& ctx);
+
+// Starts a daemon job for every VG whose metadata holds an interrupted pvmove. Called once
+// by AssembleUp; errors are reported, not fatal.
+Status ResumeInterruptedMoves(stack::Daemon& daemon);
+
+}  // namespace volstack::cli

@@ -1,0 +1,264 @@
+// pvmove: the engine that moves live LVs' extents between PVs.
+//
+// Theory. lvm2's mechanism, with the metadata lvm2 writes (docs/pvmove.md has the states):
+//
+//   M0  plain: LV areas on the source PV.
+//   M1  PlanMove + commit: the moved areas name "pvmove0", which has one "mirror" segment
+//       per run (leg 0 = source PEs, leg 1 = new destination PEs, extents_moved = 0); the
+//       LVs are LOCKED, pvmove0 is PVMOVE+LOCKED. Active LVs are remapped by the commit
+//       (LvDevice): the first incomplete segment is a running mirror (reads from the
+//       source, writes to both legs), later ones still map to the source only.
+//   M2  for each segment in turn: copy source -> destination region by region; each region
+//       is copied holding its range in the MirrorGate, so a write racing the copy either
+//       finishes before the copy reads or starts after it wrote (it reaches both legs
+//       anyway). Then MarkSegmentMoved + commit: the checkpoint. The commit flushes every
+//       PV before it writes metadata, so the copy is durable before it is recorded; the
+//       remap then sends the segment to the destination only and mirrors the next one.
+//   M3  FinishMove + commit: the LVs' areas name the destination PEs, pvmove0 is gone,
+//       LOCKED is dropped. Plain metadata again.
+//
+// Ordering that makes it online: a commit's remap returns only when no request still runs
+// on the previous map (LvDevice::Remap), so when a segment becomes mirrored no write that
+// went to the source alone can still be in flight while its region is copied.
+//
+// Crash recovery. Every state on disk is one of M1/M2 (some segments copied) or M0/M3.
+// Resume (RunMove on a VG with a pvmove LV) copies the first incomplete segment again from
+// its start: the source is authoritative for it (reads come from leg 0), and after a crash
+// unflushed mirrored writes may have reached one leg and not the other, so a partial copy
+// cannot be trusted, exactly as lvm2 re-syncs its core-logged mirror. Copied segments map
+// to the destination only, which held every flushed write when the checkpoint committed.
+// Abort (FinishMove with abort) keeps copied segments on the destination and puts the rest
+// back on the source; an --atomic move mirrors every segment until the end and its abort
+// reverts everything. The cost of a crash is bounded by the segment size
+// (MovePlan::max_segment_extents, lvm2's pvmove_max_segment_size_mb).
+//
+// Holes. When the source device answers the allocation query, unallocated runs are not
+// read; the destination is zeroed there only where it holds data (a pool volume's hole on
+// both sides costs nothing).
+//
+// Threads: RunMove runs on its caller's thread; the per-VG table of running moves (stop
+// flag, progress) is guarded by a mutex.
+#include "lvm/pvmove.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "lvm/lv_device.h"
+#include "lvm/mirror_gate.h"
+
+namespace volstack::lvm {
+
+namespace {
+
+struct Running {
+  std::atomic<bool> stop{false};
+  MoveProgress progress;  // GUARDED_BY(Moves::mu)
+};
+
+struct Moves {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, std::shared_ptr<Running>> by_vg;
+};
+
+Moves& TheMoves() {
+  static Moves* m = new Moves;
+  return *m;
+}
+
+// Registers a running move for the lifetime of the object.
+class MoveSlot {
+ public:
+  static Result<std::unique_ptr<MoveSlot>> Take(const std::string& vg) {
+    std::lock_guard lock(TheMoves().mu);
+    if (TheMoves().by_vg.count(vg)) {
+      return Status::Busy("a pvmove is already running on volume group " + vg);
+    }
+    auto r = std::make_shared<Running>();
+    TheMoves().by_vg[vg] = r;
+    return std::unique_ptr<MoveSlot>(new MoveSlot(vg, r));
+  }
+  ~MoveSlot() {
+    std::lock_guard lock(TheMoves().mu);
+    TheMoves().by_vg.erase(vg_);
+    TheMoves().cv.notify_all();
+  }
+  bool stopped() const { return running_->stop.load(); }
+  void Publish(const MoveProgress& p) {
+    std::lock_guard lock(TheMoves().mu);
+    running_->progress = p;
+  }
+
+ private:
+  MoveSlot(std::string vg, std::shared_ptr<Running> r) : vg_(std::move(vg)), running_(r) {}
+  std::string vg_;
+  std::shared_ptr<Running> running_;
+};
+
+// Copies [soff, soff + len) of `src` to `dst` at `doff`, skipping the source's holes.
+Status CopyRange(bdev::BlockDevice& src, uint64_t soff, bdev::BlockDevice& dst, uint64_t doff,
+                 uint64_t len, std::vector<uint8_t>& buf) {
+  std::vector<bdev::AllocationExtent> runs{{soff, len, true}};
+  if (src.geometry().caps.allocation_query) {
+    VS_ASSIGN_OR_RETURN(runs, src.QueryAllocation(soff, len));
+  }
+  for (const auto& run : runs) {
+    const uint64_t d = doff + (run.offset - soff);
+    if (!run.allocated) {
+      bool dst_hole = false;
+      if (dst.geometry().caps.allocation_query) {
+        auto q = dst.QueryAllocation(d, run.length);
+        dst_hole = q.ok() && q->size() == 1 && !(*q)[0].allocated;
+      }
+      if (!dst_hole) VS_RETURN_IF_ERROR(dst.WriteZeroes(d, run.length, {true, false}));
+      continue;
+    }
+    for (uint64_t o = 0; o < run.length;) {
+      const uint64_t n = std::min<uint64_t>(buf.size(), run.length - o);
+      std::span<uint8_t> b(buf.data(), n);
+      VS_RETURN_IF_ERROR(src.Read(run.offset + o, b));
+      VS_RETURN_IF_ERROR(dst.Write(d + o, b));
+      o += n;
+    }
+  }
+  return Status::Ok();
+}
+
+// Commits change(copy of the VG); when another session of this process committed first
+// (EAGAIN: Commit re-read the newer metadata), applies the change to that and tries again.
+Status CommitChange(Lvm& lvm, const std::string& vg_name,
+                    const std::function<Status(VolumeGroup&)>& change, const std::string& desc) {
+  for (int attempt = 0;; attempt++) {
+    VgHandle* h = lvm.FindVg(vg_name);
+    if (!h) return Status::NotFound("Volume group \"" + vg_name + "\" not found");
+    VolumeGroup next = h->vg;
+    VS_RETURN_IF_ERROR(change(next));
+    Status s = lvm.Commit(next, desc);
+    if (s.code() != EAGAIN || attempt >= 8) return s;
+  }
+}
+
+uint64_t SegBytes(const VolumeGroup& vg, const Segment& s) {
+  return uint64_t{s.extent_count} * vg.extent_bytes();
+}
+
+}  // namespace
+
+Status RunMove(Lvm& lvm, const std::string& vg_name, const MoveOptions& options) {
+  VS_ASSIGN_OR_RETURN(auto slot, MoveSlot::Take(vg_name));
+  std::vector<uint8_t> buf(std::max<uint64_t>(options.region_bytes, 4096));
+  for (;;) {
+    VgHandle* h = lvm.FindVg(vg_name);
+    if (!h) return Status::NotFound("Volume group \"" + vg_name + "\" not found");
+    const LogicalVolume* pm = FindPvmoveLv(h->vg);
+    if (!pm) return Status::Ok();
+    if (h->partial()) {
+      return Status::NotFound("Cannot move extents in volume group " + vg_name +
+                              " while PVs are missing");
+    }
+    const std::string name = pm->name;
+    const bool atomic =
+        std::find(pm->tags.begin(), pm->tags.end(), kAtomicMoveTag) != pm->tags.end();
+    MoveProgress p;
+    p.vg = vg_name;
+    const Segment& first = pm->segments.front();
+    p.source = first.areas.front().is_pv() && h->pvs[first.areas.front().pv]
+                   ? h->pvs[first.areas.front().pv]->name()
+                   : "";
+    for (const auto& s : pm->segments) {
+      p.total_bytes += SegBytes(h->vg, s);
+      if (!atomic && s.extents_moved >= s.extent_count) p.done_bytes += SegBytes(h->vg, s);
+    }
+    // The segments to copy now: the first incomplete one, or (atomic) all of them.
+    std::vector<size_t> todo;
+    for (size_t i = 0; i < pm->segments.size(); i++) {
+      if (atomic || pm->segments[i].extents_moved < pm->segments[i].extent_count) {
+        todo.push_back(i);
+        if (!atomic) break;
+      }
+    }
+    bool finishing = true;
+    for (size_t i = 0; i < pm->segments.size(); i++) {
+      const bool queued = std::find(todo.begin(), todo.end(), i) != todo.end();
+      if (!queued && pm->segments[i].extents_moved < pm->segments[i].extent_count) {
+        finishing = false;
+      }
+    }
+    for (size_t i : todo) {
+      const Segment seg = pm->segments[i];
+      const SegmentArea& sa = seg.areas.front();
+      const SegmentArea& da = seg.areas.back();
+      if (!sa.is_pv() || !da.is_pv()) return Status::Corruption(name + ": leg names an LV");
+      const uint64_t ext = h->vg.extent_bytes();
+      const uint64_t soff = h->vg.pvs[sa.pv].pe_start * kSector + uint64_t{sa.start} * ext;
+      const uint64_t doff = h->vg.pvs[da.pv].pe_start * kSector + uint64_t{da.start} * ext;
+      const std::string& gate_pv = h->vg.pvs[da.pv].id;
+      auto src = h->pvs[sa.pv]->dev();
+      auto dst = h->pvs[da.pv]->dev();
+      const uint64_t len = SegBytes(h->vg, seg);
+      for (uint64_t o = 0; o < len;) {
+        if (slot->stopped()) return Status::FromErrno(ECANCELED, "pvmove stopped");
+        const uint64_t n = std::min<uint64_t>(options.region_bytes, len - o);
+        MirrorGate::Global().BeginCopy(gate_pv, doff + o, n);
+        Status s = CopyRange(*src, soff + o, *dst, doff + o, n, buf);
+        MirrorGate::Global().EndCopy(gate_pv, doff + o, n);
+        if (!s.ok()) return s.WithContext("pvmove copy");
+        o += n;
+        p.done_bytes += n;
+        slot->Publish(p);
+        if (options.progress) options.progress(p);
+        if (options.between_regions) options.between_regions();
+      }
+    }
+    auto change = [&](VolumeGroup& v) -> Status {
+      for (size_t i : todo) VS_RETURN_IF_ERROR(MarkSegmentMoved(v, name, i));
+      return finishing ? FinishMove(v, name, /*abort=*/false) : Status::Ok();
+    };
+    if (finishing) {
+      VS_RETURN_IF_ERROR(CommitChange(lvm, vg_name, change, "Write from pvmove (finished)."));
+      p.done_bytes = p.total_bytes;
+      p.finished = true;
+      slot->Publish(p);
+      if (options.progress) options.progress(p);
+      return Status::Ok();
+    }
+    VS_RETURN_IF_ERROR(CommitChange(lvm, vg_name, change, "Write from pvmove (checkpoint)."));
+  }
+}
+
+bool StopMove(const std::string& vg_name) {
+  std::lock_guard lock(TheMoves().mu);
+  auto it = TheMoves().by_vg.find(vg_name);
+  if (it == TheMoves().by_vg.end()) return false;
+  it->second->stop = true;
+  return true;
+}
+
+Status AbortMove(Lvm& lvm, const std::string& vg_name) {
+  if (StopMove(vg_name)) {
+    std::unique_lock lock(TheMoves().mu);
+    TheMoves().cv.wait(lock, [&] { return !TheMoves().by_vg.count(vg_name); });
+  }
+  VS_ASSIGN_OR_RETURN(auto slot, MoveSlot::Take(vg_name));
+  VS_RETURN_IF_ERROR(lvm.Reload());
+  VgHandle* h = lvm.FindVg(vg_name);
+  if (!h) return Status::NotFound("Volume group \"" + vg_name + "\" not found");
+  const LogicalVolume* pm = FindPvmoveLv(h->vg);
+  if (!pm) return Status::NotFound("No pvmove in progress in volume group " + vg_name);
+  const std::string name = pm->name;
+  return CommitChange(
+      lvm, vg_name, [&](VolumeGroup& v) { return FinishMove(v, name, /*abort=*/true); },
+      "Write from pvmove --abort.");
+}
+
+std::optional<MoveProgress> LiveMoveProgress(const std::string& vg_name) {
+  std::lock_guard lock(TheMoves().mu);
+  auto it = TheMoves().by_vg.find(vg_name);
+  if (it == TheMoves().by_vg.end()) return std::nullopt;
+  return it->second->progress;
+}
+
+}  // namespace volstack::lvm

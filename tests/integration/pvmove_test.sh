@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# pvmove with real programs.
+#   1. Offline, files as PVs: a move stopped part way (as a crash would stop it) leaves
+#      metadata lvm2's own pvs/lvs read, with [pvmove0] and the Move column; `pvmove` with no
+#      argument resumes it, and lvm2 then reads plain metadata with the LV on the new PV.
+#   2. Online, through the daemon: an LV on a file PV, bound to a loop device via devfs,
+#      XFS mounted, a writer adding files (each fsync'ed, then added to a checksum manifest)
+#      while `volstack pvmove` moves the LV into a pool volume (trunk/funk) and back out.
+#      Other commands answer during the move; the manifest verifies afterwards.
+#   3. Bad input: an unknown PV, a PV of another VG, overlapping ranges; nothing changes.
+source "$(dirname "$0")/lib.sh"
+need_root
+need_cmd mkfs.xfs losetup mount sha256sum lvm
+[ -e /dev/fuse ] || skip "needs /dev/fuse"
+setup_lvm2_env
+LC=(--config 'global{activation=0}')
+
+echo "== 1. offline: interrupted move, as lvm2 sees it; resume"
+truncate -s 64M "$T/a.img" "$T/b.img" "$T/c.img"
+vs pvcreate "$T/a.img" "$T/b.img" "$T/c.img" >/dev/null
+vs vgcreate -s 1m vgm "$T/a.img" "$T/b.img" >/dev/null
+vs vgcreate -s 1m vgo "$T/c.img" >/dev/null
+vs lvcreate -L 40m -n lm vgm "$T/a.img" >/dev/null
+expect_fail env VOLSTACK_PVMOVE_STOP_AFTER_BYTES=$((8 << 20)) "$VOLSTACK" pvmove "$T/a.img" "$T/b.img"
+vs lvs -a --noheadings -o lv_name,move_pv vgm >"$T/lvs.vs"
+grep -q '\[pvmove0\] *'"$T/a.img" "$T/lvs.vs" || fail "volstack lvs during the move: $(cat "$T/lvs.vs")"
+la=$(losetup -f -r --show "$T/a.img"); on_exit_detach_loop "$la"
+lb=$(losetup -f -r --show "$T/b.img"); on_exit_detach_loop "$lb"
+lvm lvs "${LC[@]}" -a --noheadings -o lv_name,lv_attr,move_pv vgm >"$T/lvs.lvm2" 2>"$T/lvm2.err" ||
+  fail "lvm2 lvs rejects the in-progress metadata: $(cat "$T/lvm2.err")"
+grep -q '\[pvmove0\] *p' "$T/lvs.lvm2" || fail "lvm2 does not show pvmove0: $(cat "$T/lvs.lvm2")"
+grep -q "$la" "$T/lvs.lvm2" || fail "lvm2 lacks the Move PV: $(cat "$T/lvs.lvm2")"
+losetup -d "$la"; losetup -d "$lb"
+vs pvmove >"$T/resume.out" || fail "resume failed"
+grep -q "Moved: 100.00%" "$T/resume.out" || fail "no final progress line: $(cat "$T/resume.out")"
+la=$(losetup -f -r --show "$T/a.img"); on_exit_detach_loop "$la"
+lb=$(losetup -f -r --show "$T/b.img"); on_exit_detach_loop "$lb"
+lvm vgck "${LC[@]}" vgm 2>"$T/lvm2.err" || fail "lvm2 vgck after the move: $(cat "$T/lvm2.err")"
+devs=$(lvm lvs "${LC[@]}" -a --noheadings -o lv_name,devices vgm 2>/dev/null)
+echo "$devs" | grep -q pvmove && fail "pvmove0 left behind: $devs"
+echo "$devs" | grep -q "lm *$lb(" || fail "lvm2 does not see lm on the destination: $devs"
+losetup -d "$la"; losetup -d "$lb"
+
+echo "== 3. bad input changes nothing"
+before=$(vs lvs -a --noheadings -o lv_name,devices vgm)
+expect_fail vs pvmove "$T/nope.img"
+expect_fail vs pvmove "$T/b.img" "$T/c.img"     # c is in another VG
+grep -q "not found in Volume Group" "$T/expect_fail.err" || fail "other VG: $(cat "$T/expect_fail.err")"
+expect_fail vs pvmove "$T/b.img:0-9:5-12" "$T/a.img"
+expect_fail vs pvmove "$T/b.img" "$T/a.img:0-3"  # 4 PEs for 40
+[ "$(vs lvs -a --noheadings -o lv_name,devices vgm)" = "$before" ] || fail "bad input changed the VG"
+
+echo "== 2. online: into ZFS and back out under a writer"
+truncate -s 1G "$T/trunk.img" "$T/pv.img"
+vs zpool create trunk "$T/trunk.img"
+vs zfs create -V 400M trunk/funk
+vs pvcreate "$T/pv.img" trunk/funk >/dev/null
+vs vgcreate vg0 "$T/pv.img" trunk/funk >/dev/null
+vs lvcreate -L 320M -n lv0 vg0 "$T/pv.img" >/dev/null
+vs up
+on_exit "VOLSTACK_STATE_DIR=$VS_STATE $VOLSTACK down --force"
+on_exit "umount -l $VS_STATE/dev"
+loop=$(vs losetup -f --show vg0/lv0)
+on_exit_detach_loop "$loop"
+mkfs.xfs -q "$loop"
+mkdir -p "$T/mnt"
+mount "$loop" "$T/mnt"
+on_exit_umount "$T/mnt"
+: >"$T/manifest"
+writer() {
+  local i=0
+  while [ ! -e "$T/stop" ]; do
+    i=$((i + 1))
+    head -c $((16 + RANDOM % 200))K /dev/urandom >"$T/mnt/w$i" && sync "$T/mnt/w$i" &&
+      (cd "$T/mnt" && sha256sum "w$i" >>"$T/manifest")
+  done
+}
+writer &
+wpid=$!
+on_exit "touch $T/stop; wait $wpid"
+sleep 1
+vs pvmove -i 1 "$T/pv.img" trunk/funk >"$T/in.out" || fail "pvmove into trunk/funk: $(cat "$T/in.out")"
+grep -q "trunk/funk" <(vs lvs --noheadings -o devices vg0/lv0) || fail "lv0 not on trunk/funk"
+vs pvmove -b trunk/funk "$T/pv.img"
+# The daemon keeps answering while the move runs in it.
+vs lvs -a --noheadings -o lv_name,copy_percent vg0 >"$T/during" || fail "lvs during the move"
+vs pvmove -i 1 >"$T/out.out" || fail "following the move back out: $(cat "$T/out.out")"
+grep -q "$T/pv.img" <(vs lvs --noheadings -o devices vg0/lv0) || fail "lv0 not back on the file"
+vs lvs -a --noheadings -o lv_name vg0 | grep -q pvmove && fail "pvmove0 left behind"
+touch "$T/stop"
+wait "$wpid"
+n=$(wc -l <"$T/manifest")
+[ "$n" -gt 5 ] || fail "the writer wrote only $n files"
+sync
+echo 3 >/proc/sys/vm/drop_caches
+(cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "manifest after the moves"
+umount "$T/mnt"
+mount "$loop" "$T/mnt"
+(cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "manifest after remount"
+umount "$T/mnt"
+echo "moved 320M into trunk/funk and back under a writer ($n files verified)"
+cat "$T/in.out" | tail -1
+echo PASS
