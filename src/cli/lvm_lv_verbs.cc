@@ -1,6 +1,7 @@
 // lvcreate, lvextend, lvreduce, lvrename, lvremove.
 #include <algorithm>
 
+#include "cli/device_usage.h"
 #include "cli/lvm_common.h"
 #include "lvm/allocator.h"
 #include "lvm/vg_ops.h"
@@ -375,6 +376,11 @@ int Lvremove(const Context& ctx, const std::vector<std::string>& names) {
     lvm::VolumeGroup vg = h->vg;
     bool ok = true;
     for (const auto& t : targets) {
+      if (Status busy = CheckNotInUse(ctx, {vgname + "/" + t}); !busy.ok()) {
+        rc = Fail("Logical volume " + vgname + "/" + t + " in use (" + busy.message() + ").");
+        ok = false;
+        continue;
+      }
       Status s = lvm::RemoveLv(vg, t);
       if (!s.ok()) {
         rc = Fail(s);

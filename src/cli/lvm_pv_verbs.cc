@@ -1,5 +1,7 @@
 // pvcreate, pvremove, pvchange.
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 
 #include "cli/lvm_common.h"
 #include "lvm/uuid.h"
@@ -86,12 +88,69 @@ int Pvremove(const Context& ctx, const std::vector<std::string>& devices) {
 struct PvchangeArgs {
   std::vector<std::string> devices;
   std::string allocatable;
+  std::vector<std::string> addtags;
+  std::vector<std::string> deltags;
   bool all = false;
 };
 
-int Pvchange(const Context& ctx, const PvchangeArgs& a) {
-  if (a.allocatable != "y" && a.allocatable != "n") {
-    return Fail("Please give -x y|n (the only change supported).", kLvmInvalid);
+// lvm2's tag characters (lib/misc/lvm-string.c validate_tag): [A-Za-z0-9_+.\-/=!:&#], at
+// most 1024 of them.
+bool IsValidTag(const std::string& tag) {
+  if (tag.empty() || tag.size() > 1024) return false;
+  for (char c : tag) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) &&
+        std::string_view("_+.-/=!:&#").find(c) == std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Applies -x / --addtag / --deltag to one PV record. Returns whether anything changed;
+// prints lvm2's "already" line on stderr when -x asks for the current state.
+bool ApplyPvChange(const PvchangeArgs& a, const std::string& name, lvm::PhysicalVolume& rec) {
+  bool changed = false;
+  if (!a.allocatable.empty()) {
+    const bool want = a.allocatable == "y";
+    if (rec.allocatable() == want) {
+      Fail("Physical volume \"" + name + "\" is already " +
+           (want ? "allocatable." : "unallocatable."));
+    } else if (want) {
+      rec.status.insert(rec.status.begin(), "ALLOCATABLE");
+      changed = true;
+    } else {
+      std::erase(rec.status, std::string("ALLOCATABLE"));
+      changed = true;
+    }
+  }
+  for (const auto& t : a.addtags) {
+    if (std::find(rec.tags.begin(), rec.tags.end(), t) == rec.tags.end()) {
+      rec.tags.push_back(t);
+      changed = true;
+    }
+  }
+  for (const auto& t : a.deltags) changed |= std::erase(rec.tags, t) > 0;
+  return changed;
+}
+
+int Pvchange(const Context& ctx, const PvchangeArgs& a, const std::vector<std::string>& argv) {
+  if (!a.allocatable.empty() && a.allocatable != "y" && a.allocatable != "n") {
+    return Fail("Invalid argument for --allocatable: " + a.allocatable, kLvmInvalid);
+  }
+  for (const auto* list : {&a.addtags, &a.deltags}) {
+    for (const auto& t : *list) {
+      if (!IsValidTag(t)) {
+        return Fail("Invalid argument for --" + std::string(list == &a.addtags ? "add" : "del") +
+                        "tag: " + t,
+                    kLvmInvalid);
+      }
+    }
+  }
+  if (a.allocatable.empty() && a.addtags.empty() && a.deltags.empty()) {
+    return Fail(
+        "No command with matching syntax recognised.  Run 'pvchange --help' for more "
+        "information.",
+        kLvmInvalid);
   }
   if (a.devices.empty() && !a.all)
     return Fail("Please give a physical volume path or -a.", kLvmInvalid);
@@ -106,27 +165,24 @@ int Pvchange(const Context& ctx, const PvchangeArgs& a) {
     lvm::Pv* pv = session->FindPv(name);
     lvm::VgHandle* h = pv ? session->VgOfPv(pv) : nullptr;
     if (!pv || !h) {
-      rc = Fail(pv ? "Unable to change allocatability of orphan PV " + name
+      // Orphan PVs have no metadata to hold the change (lvm2 says the same).
+      rc = Fail(pv ? "Unable to change physical volume " + name + " which is not in a VG (orphan)"
                    : "Failed to find physical volume \"" + d + "\".");
       unchanged++;
       continue;
     }
-    lvm::VolumeGroup vg = h->vg;
-    auto& rec = vg.pvs[vg.FindPvById(pv->uuid())];
-    const bool want = a.allocatable == "y";
-    if (rec.allocatable() == want) {
-      Say("Physical volume \"" + name + "\" is already " +
-          (want ? "allocatable." : "unallocatable."));
+    if (h->partial()) {
+      rc = Fail("Cannot change VG " + h->vg.name + " while PVs are missing.");
       unchanged++;
       continue;
     }
-    if (want) {
-      rec.status.insert(rec.status.begin(), "ALLOCATABLE");
-    } else {
-      rec.status.erase(std::remove(rec.status.begin(), rec.status.end(), "ALLOCATABLE"),
-                       rec.status.end());
+    lvm::VolumeGroup vg = h->vg;
+    if (!ApplyPvChange(a, name, vg.pvs[vg.FindPvById(pv->uuid())])) {
+      Say("Physical volume " + name + " not changed");
+      unchanged++;
+      continue;
     }
-    Status s = session->Commit(vg, Description("pvchange", {"-x", a.allocatable, name}));
+    Status s = session->Commit(vg, Description("pvchange", argv));
     if (!s.ok()) {
       rc = Fail(s);
       unchanged++;
@@ -163,9 +219,22 @@ void RegisterPvVerbs(CLI::App& app, Context& ctx) {
   pvremove->add_flag("-y,--yes")->description("Accepted for compatibility");
 
   auto pch = std::make_shared<PvchangeArgs>();
-  CLI::App* pvchange = AddVerb(app, ctx, "pvchange", "Change PV attributes (-x y|n)",
-                               [&ctx, pch] { return Pvchange(ctx, *pch); });
-  pvchange->add_option("-x,--allocatable", pch->allocatable, "y|n")->required();
+  CLI::App* pvchange = AddVerb(app, ctx, "pvchange",
+                               "Change PV attributes (-x y|n, --addtag, --deltag)", [&ctx, pch] {
+                                 std::vector<std::string> argv;
+                                 if (!pch->allocatable.empty()) argv = {"-x", pch->allocatable};
+                                 for (const auto& t : pch->addtags)
+                                   argv.insert(argv.end(), {"--addtag", t});
+                                 for (const auto& t : pch->deltags)
+                                   argv.insert(argv.end(), {"--deltag", t});
+                                 if (pch->all) argv.push_back("-a");
+                                 argv.insert(argv.end(), pch->devices.begin(), pch->devices.end());
+                                 return Pvchange(ctx, *pch, argv);
+                               });
+  pvchange->add_option("-x,--allocatable", pch->allocatable, "y|n");
+  pvchange->add_option("--addtag", pch->addtags, "Add a tag (repeatable)")->allow_extra_args(false);
+  pvchange->add_option("--deltag", pch->deltags, "Remove a tag (repeatable)")
+      ->allow_extra_args(false);
   pvchange->add_flag("-a,--all", pch->all, "All PVs");
   pvchange->add_option("device", pch->devices, "PVs");
 }

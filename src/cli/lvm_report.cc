@@ -5,9 +5,12 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/lvm_common.h"
+#include "cli/lvm_report_select.h"
 #include "lvm/allocator.h"
+#include "lvm/pvmove.h"
 #include "lvm/uuid.h"
 
 namespace volstack::cli::lvmcli {
@@ -44,7 +47,7 @@ std::string PvAttr(const ReportRow& r) {
   std::string a = "---";
   if (r.vg && r.pv_index >= 0) {
     const auto& p = r.vg->vg.pvs[r.pv_index];
-    if (p.allocatable()) a[0] = 'a';
+    a[0] = p.allocatable() ? 'a' : 'u';  // 'u': used by a VG, not allocatable
     if (p.HasStatus("EXPORTED")) a[1] = 'x';
     if (!r.vg->pvs[r.pv_index]) a[2] = 'm';
   }
@@ -59,6 +62,14 @@ std::string VgAttr(const lvm::VgHandle& h) {
   if (h.partial()) a[3] = 'p';
   a[4] = h.vg.allocation_policy == "contiguous" ? 'c' : 'n';
   return a;
+}
+
+// lvm2 reports string lists sorted (dm_report_field_string_list).
+std::string Tags(std::vector<std::string> tags) {
+  std::sort(tags.begin(), tags.end());
+  std::string out;
+  for (const auto& t : tags) out += (out.empty() ? "" : ",") + t;
+  return out;
 }
 
 std::string SegType(const lvm::Segment& s) {
@@ -159,7 +170,11 @@ const std::vector<Field>& Fields() {
        [](E, R r) {
          return std::string(r.vg && r.pv_index >= 0 && r.vg->vg.pvs[r.pv_index].allocatable() ? "allocatable" : "");
        }},
+      {"pv_tags", "PV Tags", Level::kPv, Align::kLeft,
+       [](E, R r) { return r.vg && r.pv_index >= 0 ? Tags(r.vg->vg.pvs[r.pv_index].tags) : ""; }},
       // VG
+      {"vg_tags", "VG Tags", Level::kVg, Align::kLeft,
+       [](E, R r) { return r.vg ? Tags(r.vg->vg.tags) : ""; }},
       {"vg_name", "VG", Level::kVg, Align::kLeft, [](E, R r) { return r.vg ? r.vg->vg.name : ""; }},
       {"vg_fmt", "Fmt", Level::kVg, Align::kLeft, [](E, R r) { return std::string(r.vg ? "lvm2" : ""); }},
       {"vg_uuid", "VG UUID", Level::kVg, Align::kLeft,
@@ -226,11 +241,17 @@ const std::vector<Field>& Fields() {
          if (!r.lv->HasStatus("PVMOVE")) return std::string();
          uint64_t moved = 0, total = r.lv->le_count();
          for (const auto& s : r.lv->segments) moved += std::min(s.extents_moved, s.extent_count);
+         double pct = total ? 100.0 * moved / total : 0.0;
+         // A move running in this process (the daemon) knows better than its checkpoints.
+         if (auto live = lvm::LiveMoveProgress(r.vg->vg.name); live && live->total_bytes) {
+           pct = 100.0 * static_cast<double>(live->done_bytes) / live->total_bytes;
+         }
          char buf[16];
-         std::snprintf(buf, sizeof(buf), "%.2f", total ? 100.0 * moved / total : 0.0);
+         std::snprintf(buf, sizeof(buf), "%.2f", pct);
          return std::string(buf);
        }},
       {"convert_lv", "Convert", Level::kLv, Align::kLeft, [](E, R) { return std::string(); }},
+      {"lv_tags", "LV Tags", Level::kLv, Align::kLeft, [](E, R r) { return Tags(r.lv->tags); }},
       {"lv_allocation_policy", "AllocPol", Level::kLv, Align::kLeft,
        [](E, R r) { return r.lv->allocation_policy.empty() ? std::string("inherit") : r.lv->allocation_policy; }},
       // Segments
@@ -316,7 +337,7 @@ std::string LvAttr(const Context& ctx, const lvm::VgHandle& vg, const lvm::Logic
     a[0] = 'p';
   else if (!lv.visible())
     a[0] = 'i';
-  a[1] = lv.HasStatus("WRITE") ? 'w' : 'r';
+  a[1] = lv.HasStatus("PVMOVE") ? '-' : lv.HasStatus("WRITE") ? 'w' : 'r';  // lvm2: "p-C"
   char pol = 'i';
   if (lv.allocation_policy == "contiguous") pol = 'c';
   if (lv.allocation_policy == "normal") pol = 'n';
@@ -334,6 +355,39 @@ std::string LvAttr(const Context& ctx, const lvm::VgHandle& vg, const lvm::Logic
   return a;
 }
 
+namespace {
+
+// Whether a report of `kind` may show `f` (lvs: LV, segment and VG fields; pvs: PV and VG
+// fields; vgs: VG fields).
+bool FieldAllowed(const Field& f, ReportKind kind) {
+  if (kind != ReportKind::kLv && (f.level == Level::kLv || f.level == Level::kSeg)) return false;
+  return !(kind == ReportKind::kVg && f.level == Level::kPv);
+}
+
+FieldType TypeOf(const Field& f) {
+  static const std::set<std::string> kSizes = {
+      "pv_size", "pv_free",        "pv_used", "dev_size",    "pe_start",  "pv_mda_size", "vg_size",
+      "vg_free", "vg_extent_size", "lv_size", "stripe_size", "seg_start", "seg_size"};
+  const std::string n = f.name;
+  if (n.ends_with("percent")) return FieldType::kPercent;
+  if (kSizes.count(n)) return FieldType::kSize;
+  return f.align == Align::kRight ? FieldType::kNumber : FieldType::kString;
+}
+
+// Prints each line of a multi-line message as lvm2 does; exit code 5, as lvm2's for -S.
+int FailLines(const std::string& message) {
+  size_t start = 0;
+  while (start <= message.size()) {
+    size_t nl = message.find('\n', start);
+    if (nl == std::string::npos) nl = message.size();
+    Fail(message.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return kLvmFailed;
+}
+
+}  // namespace
+
 void AddReportOptions(CLI::App* app, ReportOptions* o) {
   app->add_option("-o,--options", o->options, "Fields to report (+ to append)")
       ->allow_extra_args(false);
@@ -343,11 +397,25 @@ void AddReportOptions(CLI::App* app, ReportOptions* o) {
   app->add_flag("--nosuffix", o->nosuffix, "Sizes without unit suffix");
   app->add_option("--units", o->units, "Units: hHbBsSkKmMgGtTpPeE");
   app->add_option("--reportformat", o->reportformat, "basic or json");
-  app->add_option("-O,--sort", o->sort, "Sort keys (accepted; rows are sorted by name)")
+  app->add_option("-O,--sort", o->sort, "Sort keys: field or -field (descending), comma list")
       ->allow_extra_args(false);
+  app->add_option("-S,--select", o->select, "Report only rows matching the selection");
   app->add_flag("--aligned")->description("Align columns (default)");
   app->add_flag("--readonly")->description("Read without locking (always the case)");
 }
+
+namespace {
+
+// lvm2's minimum column widths where they exceed the heading, as lvm2 2.03.16 prints them:
+// a short LV name still gets a 4-wide column. Percent columns keep room for "100.00".
+size_t MinimumWidth(const std::string& field) {
+  static const std::map<std::string, size_t> kWidths = {{"lv_name", 4}, {"lv_full_name", 4}};
+  if (field.ends_with("percent")) return 6;
+  const auto it = kWidths.find(field);
+  return it == kWidths.end() ? 0 : it->second;
+}
+
+}  // namespace
 
 int PrintReport(const Context& ctx, ReportKind kind, const ReportOptions& options,
                 std::vector<ReportRow> rows) {
@@ -367,16 +435,26 @@ int PrintReport(const Context& ctx, ReportKind kind, const ReportOptions& option
   bool seg_level = false;
   for (const auto& n : names) {
     const Field* f = FindField(n, kind);
-    if (!f) return Fail("Unrecognised field: " + n, kLvmInvalid);
-    if (kind != ReportKind::kLv && (f->level == Level::kLv || f->level == Level::kSeg)) {
-      return Fail("Unrecognised field: " + n, kLvmInvalid);
-    }
-    if (kind == ReportKind::kVg && f->level == Level::kPv) {
-      return Fail("Unrecognised field: " + n, kLvmInvalid);
-    }
+    if (!f || !FieldAllowed(*f, kind)) return Fail("Unrecognised field: " + n, kLvmInvalid);
     seg_level |= f->level == Level::kSeg;
     fields.push_back(f);
   }
+  // -S and -O read fields by index in Fields(), whether shown or not.
+  const FieldResolver resolve = [kind](const std::string& n) -> std::optional<FieldRef> {
+    const Field* f = FindField(n, kind);
+    if (!f || !FieldAllowed(*f, kind)) return std::nullopt;
+    return FieldRef{static_cast<int>(f - Fields().data()), TypeOf(*f)};
+  };
+  std::optional<Selection> selection;
+  if (!options.select.empty()) {
+    auto sel = Selection::Parse(options.select, resolve);
+    if (!sel.ok()) return FailLines(sel.status().message());
+    selection = std::move(*sel);
+    for (int i : selection->fields()) seg_level |= Fields()[i].level == Level::kSeg;
+  }
+  auto keys = ParseSortKeys(options.sort, resolve);
+  if (!keys.ok()) return Fail(keys.status());
+  for (const auto& k : *keys) seg_level |= Fields()[k.field.index].level == Level::kSeg;
   if (kind == ReportKind::kLv) {
     std::vector<ReportRow> expanded;
     for (auto& r : rows) {
@@ -391,6 +469,19 @@ int PrintReport(const Context& ctx, ReportKind kind, const ReportOptions& option
       }
     }
     rows = std::move(expanded);
+  }
+  // Selection and sorting see sizes in bytes, without suffix.
+  const Env raw{ctx, 'b', false};
+  auto value_of = [&raw](const ReportRow& r) {
+    return [&raw, &r](int i) { return Fields()[i].get(raw, r); };
+  };
+  if (selection) {
+    std::erase_if(rows, [&](const ReportRow& r) { return !selection->Matches(value_of(r)); });
+  }
+  if (!keys->empty()) {
+    std::stable_sort(rows.begin(), rows.end(), [&](const ReportRow& a, const ReportRow& b) {
+      return CompareRows(*keys, value_of(a), value_of(b)) < 0;
+    });
   }
   char units = options.units[0];
   Env env{ctx, units, !options.nosuffix};
@@ -416,6 +507,7 @@ int PrintReport(const Context& ctx, ReportKind kind, const ReportOptions& option
     std::printf("              ]\n          }\n      ]\n  }\n");
     return kLvmOk;
   }
+  if (rows.empty()) return kLvmOk;  // lvm2 prints the headings with the first row
   if (options.separator_set) {
     auto join = [&](const std::vector<std::string>& v) {
       std::string s = "  ";
@@ -434,10 +526,7 @@ int PrintReport(const Context& ctx, ReportKind kind, const ReportOptions& option
   for (size_t j = 0; j < fields.size(); j++) {
     if (!options.noheadings) width[j] = std::string(fields[j]->heading).size();
     for (const auto& c : cells) width[j] = std::max(width[j], c[j].size());
-    // lvm2 reserves room for "100.00" in percent columns.
-    if (std::string(fields[j]->name).ends_with("percent") && !options.noheadings) {
-      width[j] = std::max<size_t>(width[j], 6);
-    }
+    if (!options.noheadings) width[j] = std::max(width[j], MinimumWidth(fields[j]->name));
   }
   auto pad = [&](const std::string& s, size_t w, Align a) {
     std::string fill(w > s.size() ? w - s.size() : 0, ' ');

@@ -1,6 +1,7 @@
 // lvm2's reporting: the field table of pvs/vgs/lvs (names and headings as lvm2's
 // `-o help`), the options that shape output (-o, --noheadings, --separator, --nosuffix,
-// --units, --reportformat json) and the aligned or separated or JSON printer.
+// --units, --reportformat json, -S selection, -O sort keys) and the aligned or separated or
+// JSON printer.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -22,8 +23,9 @@ struct ReportOptions {
   bool nosuffix = false;
   std::string units = "h";
   std::string reportformat = "basic";
-  bool all = false;  // lvs -a: hidden LVs too
-  std::vector<std::string> sort;
+  bool all = false;               // lvs -a: hidden LVs too
+  std::vector<std::string> sort;  // -O: "field", "-field" (descending); comma lists
+  std::string select;             // -S: lvm2's selection (lvm_report_select.h)
 };
 
 void AddReportOptions(CLI::App* app, ReportOptions* options);

@@ -2,8 +2,10 @@
 // vgcfgrestore.
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "cli/device_usage.h"
 #include "cli/lvm_common.h"
 #include "lvm/uuid.h"
 #include "lvm/vg_ops.h"
@@ -93,7 +95,54 @@ struct VgreduceArgs {
   std::vector<std::string> pvs;
   bool all = false;
   bool removemissing = false;
+  bool force = false;
 };
+
+// vgreduce --removemissing, as lvm2 2.03 does it: missing PVs no LV uses are dropped; LVs on a
+// missing PV ("partial") block the command unless --force, which removes them (and LVs that
+// map onto them). Returns lvm2's exit code; the partial LVs removed go to `removed_lvs`.
+// One difference: without --force lvm2 still drops the empty missing PVs and writes a VG that
+// keeps the used ones (flagged MISSING); volstack never writes a VG with a PV missing, so it
+// changes nothing then.
+int RemoveMissing(const VgreduceArgs& a, const lvm::VgHandle& h, lvm::VolumeGroup& vg,
+                  std::vector<std::string>* removed_lvs) {
+  std::set<int> missing;
+  for (size_t i = 0; i < h.pvs.size(); i++) {
+    if (!h.pvs[i]) missing.insert(static_cast<int>(i));
+  }
+  std::set<std::string> partial;
+  for (bool grew = true; grew;) {  // LVs on missing PVs, then LVs mapping onto those
+    grew = false;
+    for (const auto& lv : vg.lvs) {
+      if (partial.count(lv.name)) continue;
+      for (const auto& seg : lv.segments) {
+        for (const auto& ar : seg.areas) {
+          if ((ar.is_pv() && missing.count(ar.pv)) || (!ar.is_pv() && partial.count(ar.lv))) {
+            grew |= partial.insert(lv.name).second;
+          }
+        }
+      }
+    }
+  }
+  if (!partial.empty() && !a.force) {
+    for (const auto& lv : vg.lvs) {
+      if (partial.count(lv.name))
+        Fail("WARNING: Partial LV " + lv.name + " needs to be repaired or removed. ");
+    }
+    Fail("There are still partial LVs in VG " + a.vg + ".");
+    return Fail("To remove them unconditionally use: vgreduce --removemissing --force.");
+  }
+  for (const auto& name : partial) {
+    Fail("WARNING: Removing partial LV " + a.vg + "/" + name + ".");
+    removed_lvs->push_back(name);
+  }
+  std::erase_if(vg.lvs, [&](const lvm::LogicalVolume& lv) { return partial.count(lv.name) > 0; });
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    Status s = lvm::RemovePvFromVg(vg, vg.pvs[*it].id);
+    if (!s.ok()) return Fail(s);
+  }
+  return kLvmOk;
+}
 
 int Vgreduce(const Context& ctx, const VgreduceArgs& a, const std::vector<std::string>& argv) {
   if (a.pvs.empty() && !a.all && !a.removemissing) {
@@ -104,17 +153,13 @@ int Vgreduce(const Context& ctx, const VgreduceArgs& a, const std::vector<std::s
   if (!h) return Fail("Volume group \"" + a.vg + "\" not found");
   lvm::VolumeGroup vg = h->vg;
   std::vector<lvm::Pv*> released;
-  std::vector<std::string> removed_names;
+  std::vector<std::string> removed_names, removed_lvs;
   if (a.removemissing) {
-    for (size_t i = h->pvs.size(); i-- > 0;) {
-      if (h->pvs[i]) continue;
-      const std::string id = vg.pvs[i].id;
-      if (vg.pv_allocated_extents(vg.FindPvById(id)) > 0) {
-        return Fail("There are still partial LVs in VG " + a.vg + ".");
-      }
-      Status s = lvm::RemovePvFromVg(vg, id);
-      if (!s.ok()) return Fail(s);
+    if (!h->partial()) {
+      Say("Volume group \"" + a.vg + "\" is already consistent.");
+      return kLvmOk;
     }
+    if (int rc = RemoveMissing(a, *h, vg, &removed_lvs); rc != kLvmOk) return rc;
   } else {
     std::vector<std::string> names = a.pvs;
     if (a.all) {
@@ -139,6 +184,12 @@ int Vgreduce(const Context& ctx, const VgreduceArgs& a, const std::vector<std::s
   }
   Status s = session->Commit(vg, Description("vgreduce", argv), released);
   if (!s.ok()) return Fail(s);
+  std::vector<std::string> active;
+  for (const auto& lv : removed_lvs) {
+    Say("Logical volume \"" + lv + "\" successfully removed.");
+    active.push_back(a.vg + "/" + lv);
+  }
+  if (Status r = RemoveFromList(ActiveFile(ctx), active); !r.ok()) return Fail(r);
   for (const auto& n : removed_names)
     Say("Removed \"" + n + "\" from volume group \"" + a.vg + "\"");
   if (a.removemissing) Say("Wrote out consistent volume group " + a.vg + ".");
@@ -161,6 +212,10 @@ int Vgremove(const Context& ctx, const std::vector<std::string>& names, bool for
     if (!lvs.empty() && !force) {
       rc = Fail("Volume group \"" + n + "\" still contains " + std::to_string(lvs.size()) +
                 " logical volume(s); use -f to remove them");
+      continue;
+    }
+    if (Status busy = CheckNotInUse(ctx, lvs); !busy.ok()) {
+      rc = Fail("Volume group \"" + n + "\" is in use (" + busy.message() + ").");
       continue;
     }
     Status s = session->RemoveVg(h);
@@ -358,8 +413,17 @@ int Vgcfgrestore(const Context& ctx, const std::string& vgname, const std::strin
   if (lvm::VgHandle* other = session->FindVg(vgname); other && other->vg.id != vg->id) {
     return Fail("A volume group called " + vgname + " already exists.");
   }
+  // PVs the VG gained after the backup leave it, as orphans (their metadata would otherwise
+  // still name the VG, with an older seqno).
+  std::vector<lvm::Pv*> released;
+  for (auto& h : session->vgs()) {
+    if (h.vg.id != vg->id) continue;
+    for (lvm::Pv* pv : h.pvs) {
+      if (pv && vg->FindPvById(pv->uuid()) < 0) released.push_back(pv);
+    }
+  }
   vg->seqno = seqno;
-  Status s = session->Commit(*vg, "Restored from " + path);
+  Status s = session->Commit(*vg, "Restored from " + path, released);
   if (!s.ok()) return Fail(s);
   Say("Restored volume group " + vgname + ".");
   return kLvmOk;
@@ -400,12 +464,18 @@ void RegisterVgVerbs(CLI::App& app, Context& ctx) {
 
   auto vr = std::make_shared<VgreduceArgs>();
   CLI::App* vgreduce = AddVerb(app, ctx, "vgreduce", "Remove PVs from a volume group", [&ctx, vr] {
-    std::vector<std::string> argv = {vr->vg};
+    std::vector<std::string> argv;
+    if (vr->removemissing) argv.push_back("--removemissing");
+    if (vr->force) argv.push_back("--force");
+    if (vr->all) argv.push_back("--all");
+    argv.push_back(vr->vg);
     argv.insert(argv.end(), vr->pvs.begin(), vr->pvs.end());
     return Vgreduce(ctx, *vr, argv);
   });
   vgreduce->add_flag("-a,--all", vr->all, "Remove every empty PV");
-  vgreduce->add_flag("--removemissing", vr->removemissing, "Drop missing PVs no LV uses");
+  vgreduce->add_flag("--removemissing", vr->removemissing,
+                     "Drop missing PVs (with --force, and the LVs on them)");
+  vgreduce->add_flag("-f,--force", vr->force, "With --removemissing: remove partial LVs");
   vgreduce->add_option("vg", vr->vg, "VG")->required();
   vgreduce->add_option("pv", vr->pvs, "PVs");
 

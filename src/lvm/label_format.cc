@@ -99,16 +99,17 @@ Result<PvLabel> DecodeLabelSector(std::span<const uint8_t> sector, uint64_t lba)
   size_t pos = offset + 40;
   VS_ASSIGN_OR_RETURN(label.data_areas, GetLocnList(sector, &pos, "data area"));
   VS_ASSIGN_OR_RETURN(label.metadata_areas, GetLocnList(sector, &pos, "metadata area"));
-  label.has_extension = pos + 8 <= sector.size();
-  if (label.has_extension) {
+  // The extension exists when 8 bytes remain and its version is not 0 (lvm2 reads neither
+  // the flags nor the bootloader list of an old PV: whatever follows is not meaningful).
+  label.has_extension = false;
+  label.ext_version = 0;
+  label.ext_flags = 0;
+  if (pos + 8 <= sector.size() && DecodeLE32(&sector[pos]) != 0) {
+    label.has_extension = true;
     label.ext_version = DecodeLE32(&sector[pos]);
     label.ext_flags = DecodeLE32(&sector[pos + 4]);
     pos += 8;
-    if (label.ext_version != 0) {
-      VS_ASSIGN_OR_RETURN(label.bootloader_areas, GetLocnList(sector, &pos, "bootloader area"));
-    } else {
-      label.has_extension = false;  // an old PV without the extension
-    }
+    VS_ASSIGN_OR_RETURN(label.bootloader_areas, GetLocnList(sector, &pos, "bootloader area"));
   }
   return label;
 }

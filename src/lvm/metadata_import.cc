@@ -146,9 +146,54 @@ Result<LogicalVolume> ImportLv(const ConfigNode& n, const std::map<std::string, 
   return lv;
 }
 
+// Byte sizes an imported VG implies must fit in int64 (device offsets are u64 and LVs are
+// BlockDevices): lvm2's limits (u32 extents of up to u32 sectors) allow 2^73 bytes.
+Status CheckSizes(const VolumeGroup& vg) {
+  constexpr uint64_t kMaxSectors = uint64_t{INT64_MAX} / kSector;
+  for (const auto& pv : vg.pvs) {
+    if (pv.pe_start > kMaxSectors ||
+        uint64_t{pv.pe_count} * vg.extent_size > kMaxSectors - pv.pe_start) {
+      return Status::Corruption("VG " + vg.name + ": PV " + FormatId(pv.id) +
+                                " extents end beyond 2^63 bytes");
+    }
+  }
+  for (const auto& lv : vg.lvs) {
+    if (uint64_t{lv.le_count()} * vg.extent_size > kMaxSectors) {
+      return Status::Corruption("VG " + vg.name + ": LV " + lv.name + " is larger than 2^63 bytes");
+    }
+    // lvm2 maps an LV onto another only through pvmove0, whose legs are PVs. Deeper chains
+    // would make activation build a tree of devices exponential in the text's size.
+    for (const auto& seg : lv.segments) {
+      for (const auto& a : seg.areas) {
+        if (a.is_pv()) continue;
+        for (const auto& sub_seg : vg.FindLv(a.lv)->segments) {
+          for (const auto& sub_area : sub_seg.areas) {
+            if (!sub_area.is_pv()) {
+              return Status::Corruption("VG " + vg.name + ": LV " + lv.name + " maps onto LV " +
+                                        a.lv + ", which itself maps onto LV " + sub_area.lv);
+            }
+          }
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Result<VolumeGroup> ImportVgText(std::string_view text);
+
 }  // namespace
 
+// A field the text lacks is Corruption as much as one of the wrong type: the text is bad.
 Result<VolumeGroup> ImportVg(std::string_view text) {
+  auto vg = ImportVgText(text);
+  if (!vg.ok() && vg.status().IsNotFound()) return Status::Corruption(vg.status().message());
+  return vg;
+}
+
+namespace {
+
+Result<VolumeGroup> ImportVgText(std::string_view text) {
   VS_ASSIGN_OR_RETURN(ConfigNode root, ParseConfig(text));
   const ConfigNode* v = nullptr;
   for (const auto& c : root.children) {
@@ -215,7 +260,9 @@ Result<VolumeGroup> ImportVg(std::string_view text) {
     }
   }
   if (Status s = ValidateVg(vg); !s.ok()) return Status::Corruption(s.message());
+  VS_RETURN_IF_ERROR(CheckSizes(vg));
   return vg;
 }
 
+}  // namespace
 }  // namespace volstack::lvm

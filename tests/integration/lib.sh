@@ -65,3 +65,19 @@ global { locking_dir = "$T/lvm/lock" activation = 0 }
 backup { backup = 0 archive = 0 backup_dir = "$T/lvm/backup" archive_dir = "$T/lvm/archive" }
 CONF
 }
+
+# A loop device over a new sparse file $T/NAME.img, detached on exit: new_loop NAME SIZE
+# sets $LOOP.
+new_loop() {
+  truncate -s "$2" "$T/$1.img"
+  LOOP=$(losetup -f --show "$T/$1.img")
+  on_exit_detach_loop "$LOOP"
+}
+
+# lvm2's --config for a test: activation off, and only the given devices visible (other
+# tests may have loop devices of their own). Sets the array LC.
+lvm2_config_for() {
+  local filter="" dev
+  for dev in "$@"; do filter+="\"a|^$dev\$|\", "; done
+  LC=(--config "global{activation=0} devices{global_filter=[ ${filter}\"r|.*|\" ]}")
+}

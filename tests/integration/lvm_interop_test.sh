@@ -15,21 +15,13 @@ need_cmd lvm losetup blkid dd cmp
 [ -e /dev/loop-control ] || skip "needs loop devices"
 setup_lvm2_env
 
-loop() {  # loop NAME SIZE: a loop device over a sparse file; sets $LOOP
-  truncate -s "$2" "$T/$1.img"
-  LOOP=$(losetup -f --show "$T/$1.img")
-  on_exit_detach_loop "$LOOP"
-}
-loop a 64M; A=$LOOP
-loop b 64M; B=$LOOP
-loop c 96M; C=$LOOP
-loop d 64M; D=$LOOP
-loop e 64M; E=$LOOP
-loop f 64M; F=$LOOP
-# lvm2 sees only this test's loop devices (other tests may have theirs).
-filter=""
-for l in $A $B $C $D $E $F; do filter+="\"a|^$l\$|\", "; done
-LC=(--config "global{activation=0} devices{global_filter=[ ${filter}\"r|.*|\" ]}")
+new_loop a 64M; A=$LOOP
+new_loop b 64M; B=$LOOP
+new_loop c 96M; C=$LOOP
+new_loop d 64M; D=$LOOP
+new_loop e 64M; E=$LOOP
+new_loop f 64M; F=$LOOP
+lvm2_config_for $A $B $C $D $E $F
 
 # Reports compared between lvm2 and volstack: separators, bytes, no headings.
 RPT=(--noheadings --separator : --units b --nosuffix)
