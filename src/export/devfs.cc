@@ -32,6 +32,9 @@
 // The destructor, if still mounted, aborts the FUSE connection (umount MNT_FORCE) and
 // detaches lazily, so a loop device left bound sees I/O errors rather than a hang.
 //
+// Profiling: with VOLSTACK_DEVFS_STATS set, every request is counted by kind, READ/WRITE sizes
+// are bucketed and handler times summed (devfs_stats.h); the table is written at teardown.
+//
 // Locking: the tree has its own mutex (namespace operations only); the I/O path takes no
 // devfs lock (ByteRangeIo takes a shared lock). notify_mu_ orders registry notifications
 // against teardown so a notification never reaches a destroyed session.
@@ -182,6 +185,7 @@ void Devfs::Impl::Join() {
     fuse_session_unmount(session_);  // the mount is gone: only closes the fd
     fuse_session_destroy(session_);
     session_ = nullptr;
+    if (stats_ != nullptr) stats_->Dump();
   }
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "export/devfs.h"
+#include "export/devfs_stats.h"
 #include "export/devfs_tree.h"
 
 namespace volstack::exportfs {
@@ -37,6 +38,8 @@ class Devfs::Impl {
   bdev::DeviceRegistry& registry_;
   const DevfsOptions options_;
   DevfsTree tree_;
+  // Request counters (VOLSTACK_DEVFS_STATS), or null; dumped when the session ends.
+  std::unique_ptr<DevfsStats> stats_ = DevfsStats::FromEnvironment();
 
  private:
   // Stops the loop thread and frees the session; the mount must already be gone or

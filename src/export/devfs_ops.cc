@@ -78,6 +78,7 @@ void Init(void* userdata, fuse_conn_info* conn) {
 }
 
 void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kLookup);
   auto* fs = Fs(req);
   auto st = fs->tree_.Lookup(parent, name);
   if (!st) {
@@ -99,6 +100,7 @@ void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
 }
 
 void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kGetAttr);
   auto* fs = Fs(req);
   auto st = fs->tree_.GetAttr(ino);
   if (!st) {
@@ -112,6 +114,7 @@ void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
 // (O_TRUNC on a file that "already is" the device) and time updates succeed, anything else is
 // refused.
 void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
+  DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kSetAttr);
   auto* fs = Fs(req);
   auto st = fs->tree_.GetAttr(ino);
   if (!st) {
@@ -130,10 +133,12 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
 }
 
 void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kOpen);
   auto* fs = Fs(req);
   auto io = fs->tree_.Open(ino);
   if (io == nullptr) {
-    fuse_reply_err(req, fs->tree_.GetAttr(ino) ? EISDIR : ENOENT);
+    const auto st = fs->tree_.GetAttr(ino);
+    fuse_reply_err(req, st && S_ISDIR(st->st_mode) ? EISDIR : ENOENT);
     return;
   }
   const int acc = fi->flags & O_ACCMODE;
@@ -155,11 +160,13 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void Release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kRelease);
   delete Handle(fi);
   fuse_reply_err(req, 0);
 }
 
 void Read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+  DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kRead, size);
   ByteRangeIo& io = *Handle(fi)->io;
   if (off < 0) {
     fuse_reply_err(req, EINVAL);
@@ -180,6 +187,7 @@ void Read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi
 
 void Write(fuse_req_t req, fuse_ino_t, const char* data, size_t size, off_t off,
            fuse_file_info* fi) {
+  DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kWrite, size);
   DevfsHandle* h = Handle(fi);
   if (!h->writable) {
     fuse_reply_err(req, EBADF);
@@ -198,13 +206,18 @@ void Write(fuse_req_t req, fuse_ino_t, const char* data, size_t size, off_t off,
   fuse_reply_write(req, size);
 }
 
-void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
+  DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kFlush);
+  fuse_reply_err(req, 0);
+}
 
 void Fsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) {
+  DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kFsync);
   ReplyStatus(req, Handle(fi)->io->Flush());
 }
 
 void Fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t off, off_t len, fuse_file_info* fi) {
+  DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kFallocate);
   DevfsHandle* h = Handle(fi);
   if (off < 0 || len <= 0) {
     fuse_reply_err(req, EINVAL);
@@ -248,6 +261,7 @@ void Fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t off, off_t len, fuse_
 }
 
 void Lseek(fuse_req_t req, fuse_ino_t, off_t off, int whence, fuse_file_info* fi) {
+  DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kLseek);
   ByteRangeIo& io = *Handle(fi)->io;
   const uint64_t size = io.size();
   if (whence != SEEK_DATA && whence != SEEK_HOLE) {

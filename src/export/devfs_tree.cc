@@ -102,6 +102,10 @@ Result<std::vector<DevfsTree::Entry>> DevfsTree::Remove(const std::string& path)
     parent.children.erase(node.name);
     parent.mtime = now;
     node.linked = false;
+    // The kernel may keep the inode (and so this node) long after the unlink; the device
+    // must not stay open with it, or a removed volume could never be destroyed. Open file
+    // handles hold their own reference.
+    node.io.reset();
     removed.push_back(Entry{node.parent, node.name, node.ino});
     const uint64_t up = node.parent;
     MaybeFreeLocked(ino);
@@ -178,6 +182,11 @@ struct stat DevfsTree::StatLocked(const Node& node) const {
     for (const auto& [name, child] : node.children) {
       if (nodes_.at(child).is_dir) st.st_nlink++;
     }
+    st.st_blksize = 4096;
+    return st;
+  }
+  if (!node.io) {  // unlinked: the device is gone
+    st.st_mode = S_IFREG | 0600;
     st.st_blksize = 4096;
     return st;
   }

@@ -90,5 +90,28 @@ TEST(DevfsTree, InodesAreNeverReused) {
   EXPECT_NE(tree.Lookup(DevfsTree::kRootIno, "x")->st_ino, first);
 }
 
+// A removed volume must be destroyable while the kernel still remembers the inode.
+TEST(DevfsTree, RemoveReleasesTheDeviceEvenWhileTheKernelHoldsTheInode) {
+  DevfsTree tree;
+  std::weak_ptr<bdev::BlockDevice> weak;
+  {
+    auto device = Mem();
+    weak = device;
+    ASSERT_TRUE(tree.Add("trunk/funk", device).ok());
+  }
+  const auto dir = tree.Lookup(DevfsTree::kRootIno, "trunk")->st_ino;
+  const auto file = tree.Lookup(dir, "funk")->st_ino;
+  auto held = tree.Open(file);  // an open file handle
+  ASSERT_TRUE(tree.Remove("trunk/funk").ok());
+  EXPECT_FALSE(weak.expired());  // the handle still works
+  held.reset();
+  EXPECT_TRUE(weak.expired());  // the remembered inode does not pin it
+  EXPECT_EQ(tree.Open(file), nullptr);
+  const auto st = tree.GetAttr(file);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->st_nlink, 0u);
+  EXPECT_EQ(st->st_size, 0);
+}
+
 }  // namespace
 }  // namespace volstack::exportfs

@@ -54,7 +54,7 @@ void Connection::ServeRequests() {
       std::lock_guard lock(read_mu_);
       if (closing_) return;
       uint8_t h[kRequestSize];
-      if (!ReadFully(fd_, h).ok()) {
+      if (!reader_.ReadFully(h).ok()) {
         closing_ = true;  // the client is gone: in-flight replies will fail harmlessly
         return;
       }
@@ -73,7 +73,7 @@ void Connection::ServeRequests() {
       }
       if (req.type == kCmdWrite) {
         if (req.length > options_.max_payload) {
-          if (req.length > kMaxDrain || !Discard(fd_, req.length).ok()) {
+          if (req.length > kMaxDrain || !reader_.Discard(req.length).ok()) {
             closing_ = true;
             ::shutdown(fd_, SHUT_RD);
             return;
@@ -81,7 +81,7 @@ void Connection::ServeRequests() {
           buf.clear();
         } else {
           buf.resize(req.length);
-          if (!ReadFully(fd_, buf).ok()) {
+          if (!reader_.ReadFully(buf).ok()) {
             closing_ = true;
             return;
           }

@@ -18,13 +18,14 @@
 #include "export/byte_range_io.h"
 #include "export/nbd/nbd_protocol.h"
 #include "export/nbd/nbd_server.h"
+#include "export/nbd/nbd_socket.h"
 
 namespace volstack::exportfs::nbd {
 
 class Connection {
  public:
   Connection(int fd, bdev::DeviceRegistry& exports, const NbdServerOptions& options)
-      : fd_(fd), exports_(exports), options_(options) {}
+      : fd_(fd), exports_(exports), options_(options), reader_(fd) {}
   ~Connection();
 
   void Run();
@@ -72,6 +73,7 @@ class Connection {
   bool read_only_ = false;
 
   std::mutex read_mu_;   // one thread reads a request (header + payload) at a time
+  SocketReader reader_;  // GUARDED_BY(read_mu_); transmission phase only
   std::mutex write_mu_;  // one reply on the wire at a time
   std::atomic<bool> closing_{false};
 };

@@ -13,7 +13,9 @@
 // unknown client flag ends the connection. A 30 s receive timeout bounds a silent client.
 //
 // Transmission: every connection runs threads_per_connection threads. Each takes the read
-// lock, reads one request (header and WRITE payload), releases it, executes the request on
+// lock, reads one request (header and WRITE payload) through the connection's receive buffer
+// (a client keeping 32 requests in flight sends them back to back: one recv() then serves
+// several requests instead of one or two recv() each), releases it, executes the request on
 // the device through a ByteRangeIo and sends the reply under the write lock. So requests
 // are served out of order, replies never interleave, and there is no queue or hand-off
 // between threads. READ replies are one OFFSET_DATA chunk (structured) or a simple reply;

@@ -41,6 +41,51 @@ Status Discard(int fd, uint64_t n) {
   return Status::Ok();
 }
 
+Status SocketReader::Refill(bool started) {
+  pos_ = end_ = 0;
+  for (;;) {
+    const ssize_t n = ::recv(fd_, buf_.data(), buf_.size(), 0);
+    if (n > 0) {
+      end_ = static_cast<size_t>(n);
+      return Status::Ok();
+    }
+    if (n == 0) {
+      return Status::FromErrno(ECONNRESET, started ? "peer vanished mid-message" : "closed");
+    }
+    if (errno == EINTR) continue;
+    return ErrnoStatus("recv");
+  }
+}
+
+Status SocketReader::ReadFully(std::span<uint8_t> out) {
+  size_t done = 0;
+  while (done < out.size()) {
+    if (pos_ == end_) {
+      const size_t want = out.size() - done;
+      if (want >= buf_.size() / 2) {  // a large payload: straight into its buffer
+        Status s = nbd::ReadFully(fd_, out.subspan(done));
+        if (!s.ok() && done > 0 && s.code() == ECONNRESET) {
+          return Status::FromErrno(ECONNRESET, "peer vanished mid-message");
+        }
+        return s;
+      }
+      VS_RETURN_IF_ERROR(Refill(done > 0));
+    }
+    const size_t n = std::min(end_ - pos_, out.size() - done);
+    std::memcpy(out.data() + done, buf_.data() + pos_, n);
+    pos_ += n;
+    done += n;
+  }
+  return Status::Ok();
+}
+
+Status SocketReader::Discard(uint64_t n) {
+  const uint64_t buffered = std::min<uint64_t>(n, end_ - pos_);
+  pos_ += static_cast<size_t>(buffered);
+  n -= buffered;
+  return n == 0 ? Status::Ok() : nbd::Discard(fd_, n);
+}
+
 Status WriteFully(int fd, struct iovec* iov, int count) {
   while (count > 0) {
     msghdr msg{};
