@@ -6,8 +6,9 @@
 // state files exactly as they do offline; after each one, Reconcile() makes the live stack
 // match the state dir again: it imports pools that appeared, drops pools that were exported,
 // registers new volumes and LVs and unregisters removed ones. Devfs follows the registry, so
-// a device shows up as a file the moment it is registered. `up` is Reconcile() plus devfs and
-// loop bindings; `down` releases in reverse order.
+// a device shows up as a file the moment it is registered. `up` is Reconcile() plus devfs,
+// loop bindings and NBD listeners (nbd_listeners.h); `down` releases in reverse order.
+// `status` (status.cc) reads this live view through UnavailablePools()/LiveDevfsDir().
 //
 // Pools are held open here (LiveStack::pools) so that every open of a pool in this process
 // returns the same Pool (poolcli::OpenPool consults the process's open pools first): two Pool
@@ -23,11 +24,12 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "cli/device_names.h"
 #include "cli/lvm_common.h"
+#include "cli/lvm_pvmove.h"
+#include "cli/nbd_listeners.h"
 #include "cli/pool_common.h"
 #include "export/devfs.h"
 #include "export/loop_bindings.h"
@@ -244,6 +246,9 @@ Status AssembleUp(stack::Daemon& daemon) {
   }
   Status loops = RestoreLoops(daemon, devfs_fresh);
   if (!loops.ok()) result = loops;
+  Status nbd = RestoreNbdListeners(daemon, DaemonContext(daemon));
+  if (!nbd.ok()) result = nbd;
+  if (Status moves = ResumeInterruptedMoves(daemon); !moves.ok()) result = moves;
   return result;
 }
 
@@ -258,12 +263,17 @@ Status AssembleDown(stack::Daemon& daemon, bool force) {
       }
     }
   }
-  // Loop bindings stay recorded in loops.json: the next `up` restores them.
+  // A running pvmove stops at a checkpoint first rather than failing under a closing
+  // stack; the next `up` resumes it.
+  daemon.StopJobs();
+  // Loop bindings and NBD listeners stay recorded (loops.json, nbd.json): the next `up`
+  // restores them.
   for (const auto& loop : loops) exportfs::DetachLoop(loop.device).IgnoreError();
   if (Live().devfs) {
     if (Status s = Live().devfs->Unmount(); !s.ok() && !force) return s;
     Live().devfs.reset();
   }
+  StopAllNbdListeners();
   for (const auto& name : std::set<std::string>(Live().registered)) Unregister(daemon, name);
   Status result;
   for (auto& [name, p] : Live().pools) {
@@ -273,75 +283,20 @@ Status AssembleDown(stack::Daemon& daemon, bool force) {
   return result;
 }
 
-int PrintStatus(const Context& ctx, stack::Daemon* daemon) {
-  nlohmann::json tree;
-  tree["state_dir"] = ctx.global.state_dir;
-  tree["daemon"] = daemon != nullptr;
-  std::map<std::string, bdev::BlockDevicePtr> active;
-  if (daemon) {
-    for (auto& [name, device] : daemon->registry().List()) active[name] = device;
-    tree["devfs"] = Live().devfs ? Live().devfs->dir() : "";
-  }
-  auto cached = poolcli::ReadCache(ctx);
-  nlohmann::json pools = nlohmann::json::array();
-  if (cached.ok()) {
-    for (const auto& entry : *cached) {
-      nlohmann::json p{{"name", entry.name}, {"vdevs", entry.vdevs}};
-      if (auto live = daemon ? FindLivePool(entry.name) : nullptr) {
-        const auto info = live->Info();
-        p["health"] = info.health;
-        p["size"] = info.size;
-        p["allocated"] = info.allocated;
-      } else if (daemon && Live().unavailable.count(entry.name)) {
-        p["health"] = "UNAVAIL";
-        p["reason"] = Live().unavailable[entry.name];
-      } else {
-        p["health"] = daemon ? "UNKNOWN" : "NOT IMPORTED (no daemon)";
-      }
-      pools.push_back(p);
-    }
-  }
-  tree["pools"] = pools;
-  nlohmann::json devices = nlohmann::json::array();
-  const std::string devfs_dir = stack::StateDir{ctx.global.state_dir}.devfs_dir();
-  const auto loops = OurLoops(devfs_dir);
-  for (const auto& [name, device] : active) {
-    nlohmann::json d{{"name", name},
-                     {"size", device->size()},
-                     {"physical_block_size", device->geometry().physical_block_size}};
-    for (const auto& loop : loops) {
-      if (loop.backing_file == devfs_dir + "/" + name) {
-        d["loop"] = loop.device;
-        d["mounted"] = IsMounted(loop.device);
-      }
-    }
-    devices.push_back(d);
-  }
-  tree["devices"] = devices;
-  if (ctx.global.json) {
-    std::printf("%s\n", tree.dump(2).c_str());
-    return kExitOk;
-  }
-  std::printf(
-      "stack %s (%s)\n", ctx.global.state_dir.c_str(),
-      daemon ? ("daemon running, devfs " + tree["devfs"].get<std::string>()).c_str() : "no daemon");
-  for (const auto& p : pools) {
-    std::printf("  pool %s  %s", p["name"].get<std::string>().c_str(),
-                p["health"].get<std::string>().c_str());
-    if (p.contains("reason")) std::printf("  (%s)", p["reason"].get<std::string>().c_str());
-    std::printf("\n");
-    for (const auto& v : p["vdevs"]) std::printf("    vdev %s\n", v.get<std::string>().c_str());
-  }
-  for (const auto& d : devices) {
-    std::printf("  device %s  %llu bytes", d["name"].get<std::string>().c_str(),
-                static_cast<unsigned long long>(d["size"].get<uint64_t>()));
-    if (d.contains("loop")) {
-      std::printf("  -> %s%s", d["loop"].get<std::string>().c_str(),
-                  d["mounted"].get<bool>() ? " (mounted)" : "");
-    }
-    std::printf("\n");
-  }
-  return kExitOk;
+std::map<std::string, std::string> UnavailablePools() {
+  if (stack::Daemon::Current() == nullptr) return {};
+  return Live().unavailable;
+}
+
+void ReleaseFromDaemon(const std::vector<std::string>& names) {
+  auto* daemon = stack::Daemon::Current();
+  if (daemon == nullptr) return;
+  for (const auto& name : names) Unregister(*daemon, name);
+}
+
+std::string LiveDevfsDir() {
+  if (stack::Daemon::Current() == nullptr || !Live().devfs) return "";
+  return Live().devfs->dir();
 }
 
 }  // namespace volstack::cli

@@ -76,7 +76,8 @@ const CLI::App* DeepestParsed(const CLI::App& app) {
 
 // With a daemon running for the state dir, a command runs inside it, against the devices it
 // holds open, with this process's stdio; without one, the same code runs here. The daemon and
-// the verbs that start or serve a stack on their own always run here.
+// the verbs that start or serve a stack on their own always run here (`nbd` is forwarded:
+// the daemon serves NBD itself, see export_nbd.cc).
 std::optional<int> ForwardToDaemonIfRunning(int argc, char** argv) {
   if (stack::Daemon::Current() != nullptr) return std::nullopt;
   std::string state_dir = stack::kDefaultStateDir;
@@ -94,7 +95,7 @@ std::optional<int> ForwardToDaemonIfRunning(int argc, char** argv) {
       verb = a;
     }
   }
-  if (verb.empty() || verb == "daemon" || verb == "bench" || verb == "devfs" || verb == "nbd") {
+  if (verb.empty() || verb == "daemon" || verb == "bench" || verb == "devfs") {
     return std::nullopt;
   }
   const stack::StateDir state{state_dir};

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cli/assembly.h"
+#include "cli/device_usage.h"
 #include "cli/pool_common.h"
 #include "cli/verbs.h"
 #include "util/size.h"
@@ -53,28 +55,21 @@ std::string Source(const pool::DatasetInfo& d, const std::string& prop) {
   const std::string p = Canonical(prop);
   if (std::find(d.local.begin(), d.local.end(), p) != d.local.end()) return "local";
   if (p == "volsize") return d.type == "volume" ? "local" : "-";
-  if (p == "readonly" || p == "sync" || p == "checksum" || p == "compression" ||
+  if (p == "readonly" || p == "sync" || p == "logbias" || p == "checksum" || p == "compression" ||
       p == "refreservation" || p == "volblocksize") {
     return "default";
   }
   return "-";
 }
 
-const std::vector<std::string> kVolumeGetAll = {"type",
-                                                "creation",
-                                                "used",
-                                                "available",
-                                                "referenced",
-                                                "compression",
-                                                "readonly",
-                                                "volsize",
-                                                "volblocksize",
-                                                "checksum",
-                                                "sync",
-                                                "refreservation",
-                                                "usedbyrefreservation",
-                                                "guid",
-                                                "createtxg"};
+const std::vector<std::string> kVolumeGetAll = {"type",           "creation",
+                                                "used",           "available",
+                                                "referenced",     "compression",
+                                                "readonly",       "volsize",
+                                                "volblocksize",   "checksum",
+                                                "sync",           "logbias",
+                                                "refreservation", "usedbyrefreservation",
+                                                "guid",           "createtxg"};
 
 // Opens the pool that holds dataset `name`.
 Result<std::shared_ptr<pool::Pool>> PoolOf(Context& ctx, const std::string& name, bool read_only) {
@@ -221,14 +216,29 @@ int ZfsDestroy(Context& ctx, const std::string& name, bool recursive) {
                    name.c_str(), name.c_str(), name.c_str());
       return kExitFailure;
     }
+    std::vector<std::string> volumes;
     for (auto& d : (*p)->ListDatasets()) {
-      if (d.type != "volume") continue;
-      if (Status st = (*p)->DestroyVolume(d.name); !st.ok()) return ReportFailure(st);
+      if (d.type == "volume") volumes.push_back(d.name);
+    }
+    if (Status busy = CheckNotInUse(ctx, volumes); !busy.ok()) {
+      std::fprintf(stderr, "volstack: cannot destroy '%s': dataset is busy (%s)\n", name.c_str(),
+                   busy.message().c_str());
+      return kExitFailure;
+    }
+    ReleaseFromDaemon(volumes);
+    for (const auto& v : volumes) {
+      if (Status st = (*p)->DestroyVolume(v); !st.ok()) return ReportFailure(st);
     }
     return kExitOk;
   }
   auto p = PoolOf(ctx, name, false);
   if (!p.ok()) return ReportFailure(p.status());
+  if (Status busy = CheckNotInUse(ctx, {name}); !busy.ok()) {
+    std::fprintf(stderr, "volstack: cannot destroy '%s': dataset is busy (%s)\n", name.c_str(),
+                 busy.message().c_str());
+    return kExitFailure;
+  }
+  ReleaseFromDaemon({name});
   if (Status st = (*p)->DestroyVolume(name); !st.ok()) return ReportFailure(st);
   return kExitOk;
 }

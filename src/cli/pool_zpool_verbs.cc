@@ -9,6 +9,7 @@
 
 #include "bdev/file_device.h"
 #include "cli/device_names.h"
+#include "cli/device_usage.h"
 #include "cli/pool_common.h"
 #include "cli/verbs.h"
 
@@ -196,6 +197,15 @@ int ZpoolStatus(Context& ctx, const std::vector<std::string>& names) {
 int ZpoolExportOrDestroy(Context& ctx, const std::string& name, bool destroy) {
   auto p = poolcli::OpenPool(ctx, name);
   if (!p.ok()) return ReportFailure(p.status());
+  std::vector<std::string> volumes;  // zfs refuses even with -f while a zvol is open
+  for (const auto& d : (*p)->ListDatasets()) {
+    if (d.type == "volume") volumes.push_back(d.name);
+  }
+  if (Status busy = CheckNotInUse(ctx, volumes); !busy.ok()) {
+    std::fprintf(stderr, "volstack: cannot %s '%s': pool is busy (%s)\n",
+                 destroy ? "destroy" : "export", name.c_str(), busy.message().c_str());
+    return kExitFailure;
+  }
   Status st = destroy ? (*p)->Destroy() : (*p)->Export();
   if (!st.ok()) return ReportFailure(st);
   p->reset();

@@ -1,0 +1,175 @@
+#include "cli/nbd_listeners.h"
+
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "bdev/device_registry.h"
+#include "cli/device_names.h"
+#include "export/nbd/nbd_server.h"
+
+namespace volstack::cli {
+
+namespace {
+
+struct Listener {
+  stack::NbdListenerRecord record;                   // bind holds the real port
+  std::shared_ptr<bdev::DeviceRegistry> exports;     // export name -> device
+  std::unique_ptr<exportfs::nbd::NbdServer> server;  // destroyed before `exports`
+  int subscription = 0;                              // on the daemon's registry
+  bdev::DeviceRegistry* daemon_registry = nullptr;
+
+  ~Listener() {
+    if (daemon_registry != nullptr) daemon_registry->Unsubscribe(subscription);
+    server.reset();
+    for (const auto& [name, device] : exports->List()) device->Flush().IgnoreError();
+  }
+};
+
+std::map<std::string, std::unique_ptr<Listener>>& Live() {
+  static auto* live = new std::map<std::string, std::unique_ptr<Listener>>;  // by address
+  return *live;
+}
+
+std::string StatePath(const Context& ctx) {
+  return stack::StateDir{ctx.global.state_dir}.nbd_path();
+}
+
+// Opens the record's devices into a new listener's registry and starts its server. Devices
+// that cannot be opened are returned in `missing` (with why); the listener still starts.
+Result<std::unique_ptr<Listener>> StartListener(stack::Daemon& daemon, const Context& ctx,
+                                                const stack::NbdListenerRecord& record,
+                                                std::vector<std::string>* missing) {
+  auto l = std::make_unique<Listener>();
+  l->record = record;
+  l->exports = std::make_shared<bdev::DeviceRegistry>();
+  for (const auto& e : record.exports) {
+    auto device = OpenDeviceByName(ctx, e.device, record.read_only);
+    Status s = device.ok() ? l->exports->Add(e.name, *device) : device.status();
+    if (!s.ok()) missing->push_back(e.name + " (" + e.device + "): " + s.ToString());
+  }
+  // Follow the daemon's registry: a device of an exported name that is registered again
+  // (its pool re-imported, an LV remapped) replaces the old one for new connections.
+  std::weak_ptr<bdev::DeviceRegistry> weak = l->exports;
+  const auto exports = record.exports;
+  l->daemon_registry = &daemon.registry();
+  l->subscription = daemon.registry().Subscribe(
+      [weak, exports](bdev::DeviceRegistry::Change change, const std::string& name,
+                      const bdev::BlockDevicePtr& device) {
+        auto registry = weak.lock();
+        if (!registry) return;
+        for (const auto& e : exports) {
+          if (e.device != name) continue;
+          registry->Remove(e.name).IgnoreError();
+          if (change == bdev::DeviceRegistry::Change::kAdded) {
+            registry->Add(e.name, device).IgnoreError();
+          }
+        }
+      });
+  exportfs::nbd::NbdServerOptions options;
+  options.socket_path = record.socket;
+  options.bind = record.bind;
+  options.read_only = record.read_only;
+  VS_ASSIGN_OR_RETURN(l->server, exportfs::nbd::NbdServer::Start(*l->exports, options));
+  if (!record.bind.empty()) l->record.bind = l->server->address();
+  return l;
+}
+
+}  // namespace
+
+Result<std::string> ServeNbdInDaemon(stack::Daemon& daemon, const Context& ctx,
+                                     stack::NbdListenerRecord record) {
+  VS_ASSIGN_OR_RETURN(auto recorded, stack::LoadNbdState(StatePath(ctx)));
+  const bool port_zero = record.bind.size() > 2 && record.bind.ends_with(":0");
+  if (!port_zero) {
+    const std::string address = record.address();
+    if (Live().count(address)) {
+      return Status::Exists("NBD is already served on " + address + "; `volstack nbd stop " +
+                            address + "` first");
+    }
+    for (const auto& r : recorded) {
+      if (r.address() == address) {
+        return Status::Exists(address + " is recorded in " + StatePath(ctx) +
+                              " but not serving; `volstack nbd stop " + address + "` first");
+      }
+    }
+  }
+  std::vector<std::string> missing;
+  VS_ASSIGN_OR_RETURN(auto l, StartListener(daemon, ctx, record, &missing));
+  if (!missing.empty()) return Status::NotFound("cannot open " + missing.front());
+  recorded.push_back(l->record);
+  VS_RETURN_IF_ERROR(stack::SaveNbdState(StatePath(ctx), recorded));
+  const std::string address = l->server->address();
+  Live()[l->record.address()] = std::move(l);
+  return address;
+}
+
+Status StopNbd(const Context& ctx, const std::string& address) {
+  auto recorded = stack::LoadNbdState(StatePath(ctx));
+  const bool live = Live().erase(address) > 0;  // flushes and closes
+  if (!recorded.ok()) {
+    // A damaged record must not keep a listener alive; it is reported, not rewritten.
+    return live ? Status::Ok() : recorded.status();
+  }
+  const size_t before = recorded->size();
+  std::erase_if(*recorded, [&](const auto& r) { return r.address() == address; });
+  if (recorded->size() == before) {
+    return live ? Status::Ok() : Status::NotFound("no NBD listener on " + address);
+  }
+  return stack::SaveNbdState(StatePath(ctx), *recorded);
+}
+
+Result<std::vector<NbdListenerStatus>> ListNbd(const Context& ctx) {
+  VS_ASSIGN_OR_RETURN(auto recorded, stack::LoadNbdState(StatePath(ctx)));
+  std::vector<NbdListenerStatus> out;
+  for (const auto& r : recorded) {
+    NbdListenerStatus st;
+    st.record = r;
+    if (stack::Daemon::Current() != nullptr) {
+      if (auto it = Live().find(r.address()); it != Live().end()) {
+        st.serving = true;
+        st.connections = it->second->server->active_connections();
+        for (const auto& e : r.exports) {
+          if (!it->second->exports->Find(e.name)) st.unserved.push_back(e.name);
+        }
+      }
+    }
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+Status RestoreNbdListeners(stack::Daemon& daemon, const Context& ctx) {
+  VS_ASSIGN_OR_RETURN(auto recorded, stack::LoadNbdState(StatePath(ctx)));
+  Status result;
+  for (const auto& r : recorded) {
+    if (Live().count(r.address())) continue;
+    std::vector<std::string> missing;
+    auto l = StartListener(daemon, ctx, r, &missing);
+    if (!l.ok()) {
+      result = l.status().WithContext("nbd " + r.address());
+      continue;
+    }
+    for (const auto& m : missing) {
+      std::fprintf(stderr, "volstack: nbd %s: not serving %s\n", r.address().c_str(), m.c_str());
+      result = Status::NotFound("nbd " + r.address() + ": cannot open " + m);
+    }
+    Live()[r.address()] = std::move(*l);
+  }
+  return result;
+}
+
+void StopAllNbdListeners() { Live().clear(); }
+
+std::vector<std::string> NbdListenersOf(const std::string& device) {
+  std::vector<std::string> out;
+  if (stack::Daemon::Current() == nullptr) return out;
+  for (const auto& [address, l] : Live()) {
+    for (const auto& e : l->record.exports) {
+      if (e.device == device) out.push_back(address);
+    }
+  }
+  return out;
+}
+
+}  // namespace volstack::cli
