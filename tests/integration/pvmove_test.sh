@@ -7,6 +7,7 @@
 #      XFS mounted, a writer adding files (each fsync'ed, then added to a checksum manifest)
 #      while `volstack pvmove` moves the LV into a pool volume (trunk/funk) and back out.
 #      Other commands answer during the move; the manifest verifies afterwards.
+#   1b. `volstack up` finishes a move that was interrupted.
 #   3. Bad input: an unknown PV, a PV of another VG, overlapping ranges; nothing changes.
 source "$(dirname "$0")/lib.sh"
 need_root
@@ -49,6 +50,20 @@ grep -q "not found in Volume Group" "$T/expect_fail.err" || fail "other VG: $(ca
 expect_fail vs pvmove "$T/b.img:0-9:5-12" "$T/a.img"
 expect_fail vs pvmove "$T/b.img" "$T/a.img:0-3"  # 4 PEs for 40
 [ "$(vs lvs -a --noheadings -o lv_name,devices vgm)" = "$before" ] || fail "bad input changed the VG"
+
+echo "== 1b. up resumes an interrupted move"
+expect_fail env VOLSTACK_PVMOVE_STOP_AFTER_BYTES=$((8 << 20)) "$VOLSTACK" pvmove "$T/b.img" "$T/a.img"
+vs lvs -a --noheadings -o lv_name vgm | grep -q pvmove0 || fail "the move was not left interrupted"
+vs up
+on_exit "VOLSTACK_STATE_DIR=$VS_STATE $VOLSTACK down --force"
+for _ in $(seq 100); do
+  vs lvs -a --noheadings -o lv_name vgm | grep -q pvmove0 || break
+  sleep 0.2
+done
+devs=$(vs lvs -a --noheadings -o lv_name,devices vgm)
+echo "$devs" | grep -q pvmove0 && fail "up did not finish the move: $devs"
+echo "$devs" | grep -q "lm *$T/a.img(" || fail "lm not on the destination after up: $devs"
+vs down
 
 echo "== 2. online: into ZFS and back out under a writer"
 truncate -s 1G "$T/trunk.img" "$T/pv.img"
