@@ -14,6 +14,7 @@
 #include "bdev/memory_device.h"
 #include "lvm/allocator.h"
 #include "lvm/lv_device.h"
+#include "lvm/test_devices.h"
 #include "lvm/uuid.h"
 #include "lvm/vg_ops.h"
 
@@ -38,21 +39,7 @@ NewLvOptions Lv(const std::string& name, const AllocRequest& r) {
   return o;
 }
 
-struct Devices {
-  std::map<std::string, BlockDevicePtr> map;
-  DeviceOpener opener() {
-    return [this](const std::string& name, bool) -> Result<BlockDevicePtr> {
-      auto it = map.find(name);
-      if (it == map.end()) return Status::NotFound(name);
-      return it->second;
-    };
-  }
-  std::vector<std::string> names() const {
-    std::vector<std::string> n;
-    for (auto& [k, v] : map) n.push_back(k);
-    return n;
-  }
-};
+using testing::Devices;
 
 Result<VgHandle*> MakeVg(Lvm& lvm, const std::string& name, const std::vector<std::string>& pvs,
                          uint32_t extent_size = 8192) {

@@ -15,6 +15,7 @@
 #include "lvm/allocator.h"
 #include "lvm/lv_device.h"
 #include "lvm/mirror_gate.h"
+#include "lvm/test_devices.h"
 #include "lvm/vg_ops.h"
 
 namespace volstack::lvm {
@@ -25,21 +26,7 @@ using bdev::BlockDevicePtr;
 constexpr uint32_t kExtentSectors = 128;  // 64 KiB extents
 constexpr uint64_t kExt = kExtentSectors * kSector;
 
-struct Devices {
-  std::map<std::string, BlockDevicePtr> map;
-  DeviceOpener opener() {
-    return [this](const std::string& name, bool) -> Result<BlockDevicePtr> {
-      auto it = map.find(name);
-      if (it == map.end()) return Status::NotFound(name);
-      return it->second;
-    };
-  }
-  std::vector<std::string> names() const {
-    std::vector<std::string> n;
-    for (auto& [k, v] : map) n.push_back(k);
-    return n;
-  }
-};
+using testing::Devices;
 
 NewLvOptions Lv(const std::string& name, uint32_t extents, std::vector<int> pvs = {},
                 uint32_t stripes = 1) {
