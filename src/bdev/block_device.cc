@@ -1,6 +1,7 @@
 #include "bdev/block_device.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "util/check.h"
@@ -76,6 +77,30 @@ Status BlockDevice::Write(uint64_t offset, std::span<const uint8_t> buf, WriteOp
   return DoWrite(offset, buf, opts);
 }
 
+Status BlockDevice::WriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                           WriteOptions opts) {
+  if (geometry_.read_only) [[unlikely]] {
+    return Status::ReadOnly(name_ + ": write to a read-only device");
+  }
+  uint64_t total = 0;
+  for (const auto& p : pieces) {
+    if (p.size() > UINT64_MAX - total) [[unlikely]] {
+      return Status::NoSpace(name_ + ": vectored write at " + std::to_string(offset) +
+                             " is longer than 2^64 bytes");
+    }
+    total += p.size();
+  }
+  if (!Valid(geometry_.logical_block_size, size(), offset, total)) [[unlikely]] {
+    return CheckRange("write", offset, total);
+  }
+  if (total == 0) return opts.fua ? DoFlush() : Status::Ok();
+  if (opts.fua && !geometry_.caps.fua) {
+    VS_RETURN_IF_ERROR(DoWriteV(offset, pieces, WriteOptions{}));
+    return DoFlush();
+  }
+  return DoWriteV(offset, pieces, opts);
+}
+
 Status BlockDevice::Flush() { return DoFlush(); }
 
 Status BlockDevice::Discard(uint64_t offset, uint64_t length) {
@@ -147,6 +172,42 @@ Result<std::vector<AllocationExtent>> BlockDevice::QueryAllocation(uint64_t offs
   }
   append(pos, end - pos, true);
   return merged;
+}
+
+Status BlockDevice::DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                             WriteOptions opts) {
+  // Whole blocks go straight from their piece; a block that straddles pieces is gathered
+  // into `partial` first. Every DoWrite below is block-aligned, in order.
+  if (pieces.size() == 1) return DoWrite(offset, pieces[0], opts);
+  // Several writes with FUA: write them all, then one flush makes them durable together.
+  const WriteOptions each{};
+  const size_t lbs = geometry_.logical_block_size;
+  std::vector<uint8_t> partial;
+  size_t have = 0;  // bytes gathered in `partial`
+  for (auto piece : pieces) {
+    if (have > 0) {
+      const size_t n = std::min(piece.size(), lbs - have);
+      if (n > 0) std::memcpy(partial.data() + have, piece.data(), n);
+      have += n;
+      piece = piece.subspan(n);
+      if (have < lbs) continue;
+      VS_RETURN_IF_ERROR(DoWrite(offset, partial, each));
+      offset += lbs;
+      have = 0;
+    }
+    const size_t whole = piece.size() / lbs * lbs;
+    if (whole > 0) {
+      VS_RETURN_IF_ERROR(DoWrite(offset, piece.first(whole), each));
+      offset += whole;
+    }
+    if (whole < piece.size()) {
+      partial.resize(lbs);
+      have = piece.size() - whole;
+      std::memcpy(partial.data(), piece.data() + whole, have);
+    }
+  }
+  VS_CHECK_OP(have, ==, 0u);  // the total is a multiple of the block size
+  return opts.fua ? DoFlush() : Status::Ok();
 }
 
 Status BlockDevice::DoDiscard(uint64_t, uint64_t) {

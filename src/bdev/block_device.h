@@ -24,9 +24,21 @@
 // Threads: every method may be called from many threads at once. Writes to overlapping
 // ranges that run concurrently land in an unspecified order, as on real hardware.
 //
+// Vectored writes: WriteV(offset, pieces) writes the concatenation of `pieces` as one
+// request, with exactly the checks, semantics and failure outcome of Write() of those bytes
+// gathered into one buffer, but without the caller making that copy (the pool's commit
+// writes runs of adjacent dirty blocks from their own buffers this way). Only the total
+// length is checked for alignment; pieces may have any length, empty ones included, and
+// must not change while the call runs. DoWriteV's default writes the pieces in order
+// through DoWrite (whole blocks straight from the pieces, a block that straddles pieces
+// through a one-block bounce buffer), so it is correct for every device that implements
+// DoWrite; a device overrides it only to go faster (FileDevice: pwritev) or to keep it one
+// request (ForwardingDevice forwards it, so observers and FaultDevice see one write).
+//
 // Layers: an observer (trace, stats) derives from ForwardingDevice; a remapper (slice, LV,
-// pool volume) derives from BlockDevice and implements every Do* hook, so an operation added
-// here later cannot slip through it unshifted. Devices in this directory: file, memory,
+// pool volume) derives from BlockDevice and implements every pure Do* hook, so an operation
+// added here later cannot slip through it unshifted (DoWriteV needs no override: its default
+// goes through the remapper's DoWrite). Devices in this directory: file, memory,
 // slice, forwarding, trace, pattern and fault (crash testing); every one passes the typed
 // conformance suite in block_device_conformance.h, which other layers reuse. See
 // docs/blockdev.md.
@@ -100,6 +112,10 @@ class BlockDevice {
   Status Read(uint64_t offset, std::span<uint8_t> buf);
   // Writes buf at `offset`. On failure the range holds old data, new data or a mix.
   Status Write(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts = {});
+  // Writes the concatenation of `pieces` at `offset`: the same request as Write() of those
+  // bytes in one buffer (checks on the total length; pieces of any length).
+  Status WriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                WriteOptions opts = {});
   // Makes every previously completed write durable.
   Status Flush();
   // Tells the device the range's contents are no longer needed; afterwards the range reads
@@ -123,6 +139,10 @@ class BlockDevice {
   virtual Status DoRead(uint64_t offset, std::span<uint8_t> buf) = 0;
   virtual Status DoWrite(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) = 0;
   virtual Status DoFlush() = 0;
+  // The pieces total a non-zero multiple of the logical block size, within the device;
+  // single pieces may be of any length (empty too). Default: in order through DoWrite.
+  virtual Status DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                          WriteOptions opts);
   // Called only when caps.discard.
   virtual Status DoDiscard(uint64_t offset, uint64_t length);
   // Called only when caps.write_zeroes; otherwise the base writes zero buffers.
@@ -140,5 +160,12 @@ class BlockDevice {
 };
 
 using BlockDevicePtr = std::shared_ptr<BlockDevice>;
+
+// The total length of a vectored write's pieces.
+inline uint64_t TotalLength(std::span<const std::span<const uint8_t>> pieces) {
+  uint64_t n = 0;
+  for (const auto& p : pieces) n += p.size();
+  return n;
+}
 
 }  // namespace volstack::bdev

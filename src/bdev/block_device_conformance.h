@@ -21,7 +21,10 @@
 // write-zeroes reads zero and touches nothing else; discard leaves zeroes or old data (or is
 // EOPNOTSUPP when not a capability); the allocation query covers exactly the range, in
 // order, merged, with holes that read as zeroes and written data never reported as a hole;
-// FUA writes and write-zeroes; flush; 8 threads writing disjoint ranges; read-only -> EROFS.
+// FUA writes and write-zeroes; flush; 8 threads writing disjoint ranges; read-only -> EROFS;
+// vectored writes (WriteV) land exactly as Write() of the concatenated pieces would, with
+// pieces of any length (empty, smaller than a block, straddling blocks, more than IOV_MAX
+// of them, aligned in memory for O_DIRECT or not) and the same boundary checks.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -30,7 +33,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -52,6 +58,20 @@ inline bool AllZero(const std::vector<uint8_t>& v, size_t from = 0, size_t to = 
   to = std::min(to, v.size());
   return std::all_of(v.begin() + static_cast<ptrdiff_t>(from),
                      v.begin() + static_cast<ptrdiff_t>(to), [](uint8_t b) { return b == 0; });
+}
+
+// Pieces of `data` cut at the given lengths (the last piece takes the rest).
+inline std::vector<std::span<const uint8_t>> CutPieces(const std::vector<uint8_t>& data,
+                                                       const std::vector<size_t>& lengths) {
+  std::vector<std::span<const uint8_t>> out;
+  size_t pos = 0;
+  for (size_t n : lengths) {
+    n = std::min(n, data.size() - pos);
+    out.emplace_back(data.data() + pos, n);
+    pos += n;
+  }
+  out.emplace_back(data.data() + pos, data.size() - pos);
+  return out;
 }
 
 }  // namespace volstack::bdev::testing
@@ -367,6 +387,84 @@ TYPED_TEST_P(BlockDeviceConformance, ConcurrentWritersToDisjointRanges) {
   }
 }
 
+TYPED_TEST_P(BlockDeviceConformance, VectoredWritesLandAsOneWrite) {
+  using volstack::bdev::testing::CutPieces;
+  using volstack::bdev::testing::RandomBytes;
+  auto& d = *this->dev_;
+  const uint64_t lbs = this->lbs_;
+  // Background, so that every byte the vectored writes must not touch is known.
+  const uint64_t len = std::min<uint64_t>(this->span_, 1 << 20);
+  auto image = RandomBytes(len, 50);
+  this->WriteOk(0, image);
+  auto apply = [&](uint64_t off, const std::vector<uint8_t>& data,
+                   const std::vector<std::span<const uint8_t>>& pieces,
+                   volstack::bdev::WriteOptions opts) {
+    auto s = d.WriteV(off, pieces, opts);
+    ASSERT_TRUE(s.ok()) << "writev at " << off << ": " << s.ToString();
+    std::copy(data.begin(), data.end(), image.begin() + static_cast<ptrdiff_t>(off));
+    EXPECT_EQ(this->ReadBack(0, len), image) << "after the writev at " << off;
+  };
+  // One piece; whole blocks; pieces that straddle blocks, are empty or smaller than a block.
+  auto a = RandomBytes(2 * lbs, 51);
+  apply(lbs, a, CutPieces(a, {}), {});
+  auto b = RandomBytes(6 * lbs, 52);
+  apply(4 * lbs, b, CutPieces(b, {lbs, 0, 2 * lbs}), {});
+  auto c = RandomBytes(5 * lbs, 53);
+  apply(11 * lbs, c, CutPieces(c, {0, 1, lbs - 1, 3, lbs + 5, 0, 7, lbs / 2, 0}), {});
+  auto e = RandomBytes(3 * lbs, 54);
+  apply(len - 3 * lbs, e, CutPieces(e, {lbs / 2, 2 * lbs}), {.fua = true});
+  // More pieces than IOV_MAX (1024), some empty, covering 512 KiB.
+  const uint64_t many = std::min<uint64_t>(len / 2, 512 * 1024) / lbs * lbs;
+  auto f = RandomBytes(many, 55);
+  std::vector<size_t> cuts;
+  for (size_t pos = 0; pos + 256 < many; pos += 256) {
+    cuts.push_back(256);
+    if (cuts.size() % 5 == 0) cuts.push_back(0);
+  }
+  apply(len / 4 / lbs * lbs, f, CutPieces(f, cuts), {});
+  // Pieces aligned in memory and to blocks: the zero-copy path of an O_DIRECT device.
+  const size_t n = 8 * lbs;
+  std::unique_ptr<uint8_t, decltype(&std::free)> aligned(
+      static_cast<uint8_t*>(std::aligned_alloc(4096, n)), &std::free);
+  ASSERT_NE(aligned, nullptr);
+  auto g = RandomBytes(n, 56);
+  std::copy(g.begin(), g.end(), aligned.get());
+  std::vector<std::span<const uint8_t>> pieces = {{aligned.get() + 2 * lbs, 3 * lbs},
+                                                  {aligned.get(), 2 * lbs},
+                                                  {aligned.get() + 5 * lbs, 3 * lbs}};
+  std::vector<uint8_t> g2;
+  for (auto p : pieces) g2.insert(g2.end(), p.begin(), p.end());
+  apply(20 * lbs, g2, pieces, {});
+  ASSERT_TRUE(d.Flush().ok());
+  EXPECT_EQ(this->ReadBack(0, len), image);
+}
+
+TYPED_TEST_P(BlockDeviceConformance, VectoredWritesAreCheckedAtTheBoundary) {
+  using volstack::bdev::testing::CutPieces;
+  using volstack::bdev::testing::RandomBytes;
+  auto& d = *this->dev_;
+  const uint64_t lbs = this->lbs_, size = d.size();
+  auto data = RandomBytes(4 * lbs, 60);
+  this->WriteOk(0, data);
+  auto junk = RandomBytes(4 * lbs, 61);
+  // Only the total counts: a misaligned total or offset is EINVAL and writes nothing.
+  EXPECT_EQ(
+      d.WriteV(0, CutPieces(std::vector<uint8_t>(junk.begin(), junk.end() - 1), {lbs})).code(),
+      EINVAL);
+  EXPECT_EQ(d.WriteV(lbs / 2, CutPieces(junk, {lbs})).code(), EINVAL);
+  EXPECT_EQ(d.WriteV(1, CutPieces(junk, {lbs}), {.fua = true}).code(), EINVAL);
+  EXPECT_EQ(this->ReadBack(0, 4 * lbs), data);
+  // Past the end, and offsets near 2^64.
+  EXPECT_EQ(d.WriteV(size - lbs, CutPieces(junk, {lbs, lbs})).code(), ENOSPC);
+  EXPECT_EQ(d.WriteV(UINT64_MAX / lbs * lbs, CutPieces(junk, {lbs})).code(), ENOSPC);
+  // No pieces, or only empty ones, is a zero-length write.
+  std::vector<std::span<const uint8_t>> none, empties(3);
+  EXPECT_TRUE(d.WriteV(0, none).ok());
+  EXPECT_TRUE(d.WriteV(size, empties).ok());
+  EXPECT_TRUE(d.WriteV(lbs, empties, {.fua = true}).ok());
+  EXPECT_EQ(this->ReadBack(0, 4 * lbs), data);
+}
+
 TYPED_TEST_P(BlockDeviceConformance, ReadOnlyRejectsMutations) {
   if constexpr (requires { TypeParam::MakeReadOnly(); }) {
     auto ro = TypeParam::MakeReadOnly();
@@ -377,6 +475,8 @@ TYPED_TEST_P(BlockDeviceConformance, ReadOnlyRejectsMutations) {
     std::vector<uint8_t> block(lbs, 0xab);
     EXPECT_EQ(ro->Write(0, block).code(), EROFS);
     EXPECT_EQ(ro->Write(0, block, {.fua = true}).code(), EROFS);
+    std::vector<std::span<const uint8_t>> pieces = {std::span<const uint8_t>(block)};
+    EXPECT_EQ(ro->WriteV(0, pieces).code(), EROFS);
     EXPECT_EQ(ro->WriteZeroes(0, lbs).code(), EROFS);
     EXPECT_EQ(ro->Discard(0, lbs).code(), EROFS);
     EXPECT_TRUE(ro->Read(0, block).ok());
@@ -393,4 +493,5 @@ REGISTER_TYPED_TEST_SUITE_P(BlockDeviceConformance, GeometryIsConsistent,
                             LargeAndOverlappingWrites, WriteZeroesReadsZero,
                             DiscardLeavesZeroesOrOldData, AllocationQueryCoversRangeInOrder,
                             FuaWritesAndFlush, ConcurrentWritersToDisjointRanges,
+                            VectoredWritesLandAsOneWrite, VectoredWritesAreCheckedAtTheBoundary,
                             ReadOnlyRejectsMutations);

@@ -170,13 +170,34 @@ Status FaultDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, Write
   entry->length = buf.size();
   entry->data = std::make_unique<uint8_t[]>(buf.size());
   std::memcpy(entry->data.get(), buf.data(), buf.size());
+  return WriteEntry(std::move(entry), opts);
+}
 
+Status FaultDevice::DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                             WriteOptions opts) {
+  auto entry = std::make_unique<Entry>();
+  entry->kind = Kind::kData;
+  entry->offset = offset;
+  entry->length = TotalLength(pieces);
+  entry->data = std::make_unique<uint8_t[]>(entry->length);
+  uint8_t* dst = entry->data.get();
+  for (const auto& p : pieces) {
+    if (p.empty()) continue;
+    std::memcpy(dst, p.data(), p.size());
+    dst += p.size();
+  }
+  return WriteEntry(std::move(entry), opts);
+}
+
+Status FaultDevice::WriteEntry(std::unique_ptr<Entry> entry, WriteOptions opts) {
+  const uint64_t offset = entry->offset, length = entry->length;
   std::lock_guard lock(mu_);
-  VS_RETURN_IF_ERROR(BeginLocked(OpType::kWrite, offset, buf.size(), &entry));
+  VS_RETURN_IF_ERROR(BeginLocked(OpType::kWrite, offset, length, &entry));
   if (opts.fua) {
-    Status s = below_->Write(offset, buf, WriteOptions{true});
+    Status s = below_->Write(offset, std::span<const uint8_t>(entry->data.get(), length),
+                             WriteOptions{true});
     if (!s.ok()) return FailedLocked(OpType::kWrite, std::move(s));
-    if (!OverlapsViewLocked(offset, buf.size())) return Status::Ok();
+    if (!OverlapsViewLocked(offset, length)) return Status::Ok();
     entry->durable = true;  // keeps older cached writes from landing on top of it
   }
   AppendLocked(std::move(entry));

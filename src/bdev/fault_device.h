@@ -1,8 +1,9 @@
 // FaultDevice: a test device that models a disk with a volatile write cache, power cuts,
 // bit rot and failing operations. Every crash test in volstack runs on it.
 //
-// Model. The device below (usually a MemoryDevice) holds only the *durable* state. Writes,
-// write-zeroes and discards that complete are kept in an in-memory "unflushed" log, in
+// Model. The device below (usually a MemoryDevice) holds only the *durable* state. Writes
+// (a vectored WriteV is one write of its concatenated pieces), write-zeroes and discards
+// that complete are kept in an in-memory "unflushed" log, in
 // completion order; reads see the device below with the log overlaid, so until a power cut
 // the device behaves like any other. Flush() writes the log's net effect below, flushes the
 // device below and empties the log. A FUA write (or FUA write-zeroes) goes straight to the
@@ -154,6 +155,10 @@ class FaultDevice final : public BlockDevice {
  protected:
   Status DoRead(uint64_t offset, std::span<uint8_t> buf) override;
   Status DoWrite(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) override;
+  // One write of the concatenated pieces: one log entry, one request for fail rules, an
+  // armed cut and the counters, torn or kept exactly like the same Write().
+  Status DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                  WriteOptions opts) override;
   Status DoFlush() override;
   Status DoDiscard(uint64_t offset, uint64_t length) override;
   Status DoWriteZeroes(uint64_t offset, uint64_t length, ZeroOptions opts) override;
@@ -185,6 +190,8 @@ class FaultDevice final : public BlockDevice {
   // fires now. Returns non-OK to fail the request.
   Status BeginLocked(OpType op, uint64_t offset, uint64_t length, std::unique_ptr<Entry>* entry);
   Status FailedLocked(OpType op, Status status);
+  // Logs (or, with FUA, applies) a data entry: the body of DoWrite and DoWriteV.
+  Status WriteEntry(std::unique_ptr<Entry> entry, WriteOptions opts);
   bool OverlapsViewLocked(uint64_t offset, uint64_t length) const;
   void AppendLocked(std::unique_ptr<Entry> entry);
   // Writes `blocks` below, coalescing runs of one entry into one request.

@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace volstack::bdev {
 
@@ -172,6 +174,47 @@ Status FileDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, WriteO
   if (bounce.data == nullptr) return Status::FromErrno(ENOMEM, path_ + ": bounce buffer");
   std::memcpy(bounce.data, buf.data(), buf.size());
   return WriteFully(offset, bounce.data, buf.size(), opts.fua);
+}
+
+Status FileDevice::DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                            WriteOptions opts) {
+  if (direct_io_) {
+    for (const auto& p : pieces) {
+      if (!IsAligned(p.data()) || p.size() % logical_block_size() != 0) {
+        return BlockDevice::DoWriteV(offset, pieces, opts);  // bounced piece by piece
+      }
+    }
+  }
+  // One pwritev2 per IOV_MAX pieces; a short write resumes inside the piece it stopped in.
+  std::vector<iovec> iov;
+  iov.reserve(std::min<size_t>(pieces.size(), IOV_MAX));
+  size_t next = 0;  // first piece not yet in iov
+  while (next < pieces.size() || !iov.empty()) {
+    while (iov.size() < IOV_MAX && next < pieces.size()) {
+      const auto& p = pieces[next++];
+      if (!p.empty()) iov.push_back({const_cast<uint8_t*>(p.data()), p.size()});
+    }
+    if (iov.empty()) break;
+    const ssize_t n = ::pwritev2(fd_, iov.data(), static_cast<int>(iov.size()),
+                                 static_cast<off_t>(offset), opts.fua ? RWF_DSYNC : 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(path_ + ": write at " + std::to_string(offset));
+    }
+    if (n == 0) {
+      return Status::IoError(path_ + ": write at " + std::to_string(offset) + " made no progress");
+    }
+    offset += static_cast<uint64_t>(n);
+    // Drop what was written: whole iovecs, then a prefix of the one it stopped in.
+    size_t left = static_cast<size_t>(n), done = 0;
+    while (done < iov.size() && left >= iov[done].iov_len) left -= iov[done++].iov_len;
+    iov.erase(iov.begin(), iov.begin() + static_cast<ptrdiff_t>(done));
+    if (left > 0) {
+      iov.front().iov_base = static_cast<uint8_t*>(iov.front().iov_base) + left;
+      iov.front().iov_len -= left;
+    }
+  }
+  return Status::Ok();
 }
 
 Status FileDevice::DoFlush() {

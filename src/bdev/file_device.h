@@ -1,10 +1,11 @@
 // FileDevice: a BlockDevice over a regular file or a kernel block device.
 //
-// Reads and writes are pread/pwrite (O_DIRECT optional: unaligned caller buffers go through an
-// aligned bounce buffer); flush is fdatasync; FUA is pwritev2(RWF_DSYNC). On a regular file,
-// discard punches a hole, write-zeroes punches or zero-ranges, and the allocation query walks
-// SEEK_DATA/SEEK_HOLE. On a block device the size and block sizes come from the kernel
-// (BLKGETSIZE64, BLKSSZGET, BLKPBSZGET), discard is BLKDISCARD and zeroing BLKZEROOUT.
+// Reads and writes are pread/pwrite, vectored writes pwritev (O_DIRECT optional: unaligned
+// caller buffers go through an aligned bounce buffer); flush is fdatasync; FUA is
+// pwritev2(RWF_DSYNC). On a regular file, discard punches a hole, write-zeroes punches or
+// zero-ranges, and the allocation query walks SEEK_DATA/SEEK_HOLE. On a block device the size and
+// block sizes come from the kernel (BLKGETSIZE64, BLKSSZGET, BLKPBSZGET), discard is BLKDISCARD and
+// zeroing BLKZEROOUT.
 //
 // Threads: all calls are positional syscalls on one fd, safe from any number of threads.
 #pragma once
@@ -46,6 +47,10 @@ class FileDevice final : public BlockDevice {
  protected:
   Status DoRead(uint64_t offset, std::span<uint8_t> buf) override;
   Status DoWrite(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) override;
+  // pwritev2 in chunks of IOV_MAX pieces, short writes resumed; O_DIRECT with a piece that
+  // is not aligned in memory or length falls back to DoWrite per block run (bounced).
+  Status DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                  WriteOptions opts) override;
   Status DoFlush() override;
   Status DoDiscard(uint64_t offset, uint64_t length) override;
   Status DoWriteZeroes(uint64_t offset, uint64_t length, ZeroOptions opts) override;

@@ -24,6 +24,12 @@ Status ForwardingDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, 
   return target_->Write(offset, buf, opts);
 }
 
+// Forwarded as one request, so the target (and a FaultDevice below) sees one write.
+Status ForwardingDevice::DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                                  WriteOptions opts) {
+  return target_->WriteV(offset, pieces, opts);
+}
+
 Status ForwardingDevice::DoFlush() { return target_->Flush(); }
 
 Status ForwardingDevice::DoDiscard(uint64_t offset, uint64_t length) {

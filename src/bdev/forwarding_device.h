@@ -2,7 +2,9 @@
 // the base for layers that only observe (TraceDevice, stats), after leveldb's EnvWrapper.
 //
 // A subclass overrides the Do* hooks it wants to watch and calls the ForwardingDevice version
-// to pass the request on. Layers that *remap* addresses (slices, LVs, pool volumes) must not
+// to pass the request on. Vectored writes are forwarded as vectored writes (DoWriteV): an
+// observer that watches writes overrides DoWriteV too, or calls BlockDevice::DoWriteV to see
+// them as plain DoWrite calls. Layers that *remap* addresses (slices, LVs, pool volumes) must not
 // derive from this: they implement every operation themselves, so that an operation added
 // to the contract later cannot slip through a remapper unmapped.
 //
@@ -30,6 +32,8 @@ class ForwardingDevice : public BlockDevice {
 
   Status DoRead(uint64_t offset, std::span<uint8_t> buf) override;
   Status DoWrite(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) override;
+  Status DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                  WriteOptions opts) override;
   Status DoFlush() override;
   Status DoDiscard(uint64_t offset, uint64_t length) override;
   Status DoWriteZeroes(uint64_t offset, uint64_t length, ZeroOptions opts) override;

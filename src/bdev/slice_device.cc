@@ -54,6 +54,11 @@ Status SliceDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, Write
   return below_->Write(offset_ + offset, buf, opts);
 }
 
+Status SliceDevice::DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                             WriteOptions opts) {
+  return below_->WriteV(offset_ + offset, pieces, opts);
+}
+
 Status SliceDevice::DoFlush() { return below_->Flush(); }
 
 Status SliceDevice::DoDiscard(uint64_t offset, uint64_t length) {

@@ -42,6 +42,8 @@ class SliceDevice final : public BlockDevice {
  protected:
   Status DoRead(uint64_t offset, std::span<uint8_t> buf) override;
   Status DoWrite(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) override;
+  Status DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                  WriteOptions opts) override;
   Status DoFlush() override;
   Status DoDiscard(uint64_t offset, uint64_t length) override;
   Status DoWriteZeroes(uint64_t offset, uint64_t length, ZeroOptions opts) override;

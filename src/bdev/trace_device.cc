@@ -95,6 +95,12 @@ Status TraceDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, Write
                  [&] { return ForwardingDevice::DoWrite(offset, buf, opts); });
 }
 
+Status TraceDevice::DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                             WriteOptions opts) {
+  return Account(OpType::kWrite, offset, TotalLength(pieces), opts.fua,
+                 [&] { return ForwardingDevice::DoWriteV(offset, pieces, opts); });
+}
+
 Status TraceDevice::DoFlush() {
   return Account(OpType::kFlush, 0, 0, false, [&] { return ForwardingDevice::DoFlush(); });
 }

@@ -63,6 +63,9 @@ class TraceDevice final : public ForwardingDevice {
  protected:
   Status DoRead(uint64_t offset, std::span<uint8_t> buf) override;
   Status DoWrite(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) override;
+  // Counted as one write of the total length.
+  Status DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                  WriteOptions opts) override;
   Status DoFlush() override;
   Status DoDiscard(uint64_t offset, uint64_t length) override;
   Status DoWriteZeroes(uint64_t offset, uint64_t length, ZeroOptions opts) override;

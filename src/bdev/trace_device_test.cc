@@ -36,6 +36,23 @@ TEST(TraceDeviceTest, CountsOpsAndBytesPerType) {
   EXPECT_EQ(trace->Counters().total_ops(), 0u);
 }
 
+TEST(TraceDeviceTest, VectoredWritesAreOneWriteAndReachTheTargetAsOne) {
+  auto fault = FaultDevice::CreateInMemory(1 << 20);
+  auto trace = TraceDevice::Create(fault);
+  std::vector<uint8_t> a(1000, 1), b(24, 2), c(2048, 3);
+  std::vector<std::span<const uint8_t>> pieces = {a, b, {}, c};
+  trace->StartRecording();
+  ASSERT_TRUE(trace->WriteV(4096, pieces, {.fua = true}).ok());
+  EXPECT_EQ(trace->StopRecording(),
+            (std::vector<TraceEvent>{{OpType::kWrite, 4096, 3072, true, 0}}));
+  EXPECT_EQ(trace->Counters()[OpType::kWrite].bytes, 3072u);
+  EXPECT_EQ(fault->counters()[OpType::kWrite], 1u);  // forwarded as one request
+  std::vector<uint8_t> back(3072), want;
+  for (auto p : pieces) want.insert(want.end(), p.begin(), p.end());
+  ASSERT_TRUE(trace->Read(4096, back).ok());
+  EXPECT_EQ(back, want);
+}
+
 TEST(TraceDeviceTest, CountsErrorsAndFuaAndRecordsEvents) {
   auto fault = FaultDevice::CreateInMemory(1 << 20);
   auto trace = TraceDevice::Create(fault, "traced");
