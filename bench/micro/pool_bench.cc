@@ -6,9 +6,15 @@
 //   RandWrite4K   4 KiB random writes, flush (fdatasync / Flush) every 64 writes,
 //                 volblocksize 4K                                       target ratio >= 0.5
 //   SeqWrite64K   64 KiB sequential writes, flush every 16 MiB          target ratio >= 0.8
-//   RandRead4K    4 KiB random reads of written data (page cache warm)  target ratio >= 0.8
-//   SeqRead1M     1 MiB sequential reads of written data, volblocksize 16K (page cache
+//   RandRead4K/0  4 KiB random reads of written data (page cache warm)  target ratio >= 0.8
+//   SeqRead1M/0   1 MiB sequential reads of written data, volblocksize 16K (page cache
 //                 warm)                                                 target ratio >= 0.8
+//                 Both write the data, commit it (Sync), then time 5 passes; /1../5 are
+//                 variants (no data cache, small cache, cold, O_DIRECT, warm: see
+//                 ReadMode below). Counters: ratio (all passes), last_ratio (the last
+//                 pass), cpu_ratio (the same from the thread's CPU time, user + system:
+//                 steadier on a loaded machine), cache_hit_pct (the pool's block
+//                 cache), cache_MiB
 //   WriteAmp/4096, /16384   bytes the vdev receives per byte written, 4 KiB random writes,
 //                 flush every 64: the volblocksize choice (docs/format/pool.md)
 //   SyncWrite4K/1, /8   4 KiB random writes, fdatasync / Flush after every write (/1) or
@@ -38,12 +44,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "bdev/file_device.h"
 #include "bdev/forwarding_device.h"
+#include "pool/pool_impl.h"
 #include "pool/spa.h"
 
 namespace {
@@ -88,6 +96,13 @@ class CountingDevice final : public bdev::ForwardingDevice {
     }
     return Status::Ok();
   }
+  Status DoWriteV(uint64_t o, std::span<const std::span<const uint8_t>> pieces,
+                  bdev::WriteOptions opts) override {
+    // ThinFill's filter works on plain writes: the base splits the pieces into DoWrites.
+    if (!drop.empty()) return BlockDevice::DoWriteV(o, pieces, opts);
+    written += bdev::TotalLength(pieces);
+    return ForwardingDevice::DoWriteV(o, pieces, opts);
+  }
   Status DoRead(uint64_t o, std::span<uint8_t> b) override {
     read += b.size();
     return ForwardingDevice::DoRead(o, b);
@@ -108,11 +123,15 @@ struct RawFile {
 };
 
 struct PoolVol {
-  PoolVol(uint64_t volsize, uint32_t vbs, bool sparse = true) : path(Path("vdev")) {
-    auto f = bdev::FileDevice::Create(path, volsize + volsize / 4 + 128 * kMiB);
+  PoolVol(uint64_t volsize, uint32_t vbs, bool sparse = true, pool::PoolTuning tuning = {},
+          bdev::FileDeviceOptions fo = {})
+      : path(Path("vdev")) {
+    auto f = bdev::FileDevice::Create(path, volsize + volsize / 4 + 128 * kMiB, fo);
     if (!f.ok()) Die(f.status().ToString());
     counter = std::make_shared<CountingDevice>(*f);
-    auto p = pool::Pool::Create("bench", {counter});
+    pool::PoolCreateOptions co;
+    co.tuning = tuning;
+    auto p = pool::Pool::Create("bench", {counter}, co);
     if (!p.ok()) Die(p.status().ToString());
     pool = *p;
     pool::VolumeOptions vo;
@@ -205,67 +224,184 @@ void SeqWrite64K(benchmark::State& state) {
 }
 BENCHMARK(SeqWrite64K)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
-void RandRead4K(benchmark::State& state) {
-  const uint64_t size = 256 * kMiB;
-  RawFile raw(size);
-  PoolVol pv(size, 4096);
+// Read benchmarks. Variants (state.range(0)):
+//   0  the target: the pool with its defaults (256 MiB cache: indirect blocks + verified
+//      data; the 256 MiB of data do not quite fit)
+//   1  no data cache (PoolTuning::cache_data = false): every read goes to the vdev and is
+//      verified; what the pool did before the block cache
+//   2  cache 32 MiB, 1/8 of the data: mostly misses (a working set bigger than the cache)
+//   3  cold: before each iteration the host page cache of both files is dropped
+//      (posix_fadvise DONTNEED) and the pool's cache emptied; both sides read from disk
+//      (RandRead4K does 1/16 of the reads in this mode and in mode 4)
+//   4  O_DIRECT vdev (FileDeviceOptions::direct_io): no double caching; the pool's misses
+//      go to disk while the reference reads the page cache
+//   5  warm: one untimed read pass over the volume first (the reference's page cache is
+//      warm from its writes; this is what caching blocks at commit would give the pool)
+enum ReadMode {
+  kDefault = 0,
+  kNoDataCache = 1,
+  kSmallCache = 2,
+  kCold = 3,
+  kDirect = 4,
+  kWarm = 5
+};
+
+void WarmPass(PoolVol& pv, uint64_t size) {
+  std::vector<uint8_t> b(128 * 1024);  // longer requests bypass the pool's cache
+  for (uint64_t off = 0; off < size; off += b.size()) {
+    if (!pv.dev->Read(off, b).ok()) Die("read");
+  }
+}
+
+pool::PoolTuning ReadTuning(int mode) {
+  pool::PoolTuning t;
+  if (mode == kNoDataCache) t.cache_data = false;
+  if (mode == kSmallCache) t.cache_max_bytes = 32 * kMiB;
+  return t;
+}
+
+bdev::FileDeviceOptions ReadFileOptions(int mode) {
+  bdev::FileDeviceOptions o;
+  o.direct_io = mode == kDirect;
+  return o;
+}
+
+void DropCaches(int raw_fd, PoolVol& pv) {
+  if (auto* c = pv.pool->impl()->block_cache.get()) c->Clear();
+  auto* f = dynamic_cast<bdev::FileDevice*>(pv.counter->target().get());
+  if (f == nullptr) Die("not a file device");
+  ::fdatasync(raw_fd);
+  ::fdatasync(f->fd());
+  ::posix_fadvise(raw_fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::posix_fadvise(f->fd(), 0, 0, POSIX_FADV_DONTNEED);
+}
+
+void ReportCache(benchmark::State& state, PoolVol& pv, const pool::BlockCacheStats& before) {
+  auto* c = pv.pool->impl()->block_cache.get();
+  if (c == nullptr) return;
+  const auto st = c->Stats();
+  const double lookups = double(st.hits - before.hits + st.misses - before.misses);
+  state.counters["cache_hit_pct"] =
+      lookups > 0 ? 100.0 * double(st.hits - before.hits) / lookups : 0;
+  state.counters["cache_MiB"] = double(st.bytes) / kMiB;
+}
+
+// CPU time of this thread (user + system: pread's copy counts), for ratios that hold up
+// on a loaded machine, where wall-clock time includes waiting for a core.
+double ThreadCpu() {
+  timespec ts;
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+// Writes `size` bytes of the same data to the raw file and the volume, then commits.
+void FillBoth(RawFile& raw, PoolVol& pv, uint64_t size) {
   auto d = Data(kMiB);
   for (uint64_t off = 0; off < size; off += kMiB) {
     if (::pwrite(raw.fd, d.data(), kMiB, static_cast<off_t>(off)) != kMiB) Die("pwrite");
     if (!pv.dev->Write(off, d).ok()) Die("write");
   }
   if (!pv.dev->Flush().ok()) Die("flush");
+  if (!pv.pool->Sync().ok()) Die("sync");
+}
+
+void RandRead4K(benchmark::State& state) {
+  const int mode = static_cast<int>(state.range(0));
+  const uint64_t size = 256 * kMiB;
+  RawFile raw(size);
+  PoolVol pv(size, 4096, true, ReadTuning(mode), ReadFileOptions(mode));
+  FillBoth(raw, pv, size);
+  if (mode == kWarm) WarmPass(pv, size);
   std::vector<uint8_t> buf(4096);
-  const int n = 65536;
-  double ref_s = 0, pool_s = 0;
+  auto* aligned = static_cast<uint8_t*>(std::aligned_alloc(4096, 4096));  // O_DIRECT
+  // From disk (cold, O_DIRECT): fewer reads.
+  const int n = mode == kCold || mode == kDirect ? 4096 : 65536;
+  double ref_s = 0, pool_s = 0, ref_cpu = 0, pool_cpu = 0;
   std::mt19937_64 rng(3);
+  pool::BlockCacheStats before;
+  if (auto* c = pv.pool->impl()->block_cache.get()) before = c->Stats();
   for (auto _ : state) {
     std::vector<uint64_t> offs(n);
     for (auto& o : offs) o = (rng() % (size / 4096)) * 4096;
+    if (mode == kCold) DropCaches(raw.fd, pv);
+    const double c0 = ThreadCpu();
     auto t0 = Clock::now();
     for (int i = 0; i < n; i++) {
       if (::pread(raw.fd, buf.data(), 4096, static_cast<off_t>(offs[i])) != 4096) Die("pread");
     }
     auto t1 = Clock::now();
+    const double c1 = ThreadCpu();
     for (int i = 0; i < n; i++) {
-      if (!pv.dev->Read(offs[i], buf).ok()) Die("read");
+      if (!pv.dev->Read(offs[i], std::span<uint8_t>(aligned, 4096)).ok()) Die("read");
     }
     auto t2 = Clock::now();
+    ref_cpu += c1 - c0;
+    pool_cpu += ThreadCpu() - c1;
     ref_s += Seconds(t0, t1);
     pool_s += Seconds(t1, t2);
+    state.counters["last_ratio"] = Seconds(t0, t1) / Seconds(t1, t2);
   }
+  std::free(aligned);
   Report(state, ref_s, pool_s, 4096.0 * n * state.iterations());
+  ReportCache(state, pv, before);
+  state.counters["cpu_ratio"] = ref_cpu / pool_cpu;
 }
-BENCHMARK(RandRead4K)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
+BENCHMARK(RandRead4K)
+    ->Arg(kDefault)
+    ->Arg(kNoDataCache)
+    ->Arg(kSmallCache)
+    ->Arg(kCold)
+    ->Arg(kDirect)
+    ->Arg(kWarm)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5)
+    ->UseRealTime();
 
 void SeqRead1M(benchmark::State& state) {
+  const int mode = static_cast<int>(state.range(0));
   const uint64_t size = 256 * kMiB;
   RawFile raw(size);
-  PoolVol pv(size, 16384);
-  auto d = Data(kMiB);
-  for (uint64_t off = 0; off < size; off += kMiB) {
-    if (::pwrite(raw.fd, d.data(), kMiB, static_cast<off_t>(off)) != kMiB) Die("pwrite");
-    if (!pv.dev->Write(off, d).ok()) Die("write");
-  }
-  if (!pv.dev->Flush().ok()) Die("flush");
-  std::vector<uint8_t> buf(kMiB);
-  double ref_s = 0, pool_s = 0;
+  PoolVol pv(size, 16384, true, ReadTuning(mode), ReadFileOptions(mode));
+  FillBoth(raw, pv, size);
+  if (mode == kWarm) WarmPass(pv, size);
+  auto* buf = static_cast<uint8_t*>(std::aligned_alloc(4096, kMiB));
+  double ref_s = 0, pool_s = 0, ref_cpu = 0, pool_cpu = 0;
+  pool::BlockCacheStats before;
+  if (auto* c = pv.pool->impl()->block_cache.get()) before = c->Stats();
   for (auto _ : state) {
+    if (mode == kCold) DropCaches(raw.fd, pv);
+    const double c0 = ThreadCpu();
     auto t0 = Clock::now();
     for (uint64_t off = 0; off < size; off += kMiB) {
-      if (::pread(raw.fd, buf.data(), kMiB, static_cast<off_t>(off)) != kMiB) Die("pread");
+      if (::pread(raw.fd, buf, kMiB, static_cast<off_t>(off)) != kMiB) Die("pread");
     }
     auto t1 = Clock::now();
+    const double c1 = ThreadCpu();
     for (uint64_t off = 0; off < size; off += kMiB) {
-      if (!pv.dev->Read(off, buf).ok()) Die("read");
+      if (!pv.dev->Read(off, std::span<uint8_t>(buf, kMiB)).ok()) Die("read");
     }
     auto t2 = Clock::now();
+    ref_cpu += c1 - c0;
+    pool_cpu += ThreadCpu() - c1;
     ref_s += Seconds(t0, t1);
     pool_s += Seconds(t1, t2);
+    state.counters["last_ratio"] = Seconds(t0, t1) / Seconds(t1, t2);
   }
+  std::free(buf);
   Report(state, ref_s, pool_s, double(size) * state.iterations());
+  ReportCache(state, pv, before);
+  state.counters["cpu_ratio"] = ref_cpu / pool_cpu;
 }
-BENCHMARK(SeqRead1M)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
+BENCHMARK(SeqRead1M)
+    ->Arg(kDefault)
+    ->Arg(kNoDataCache)
+    ->Arg(kSmallCache)
+    ->Arg(kCold)
+    ->Arg(kDirect)
+    ->Arg(kWarm)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5)
+    ->UseRealTime();
 
 void WriteAmp(benchmark::State& state) {
   const uint32_t vbs = static_cast<uint32_t>(state.range(0));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "bdev/file_device.h"
@@ -16,6 +17,24 @@
 namespace volstack::cli {
 
 namespace {
+
+// A count as zpool prints it (zfs_nicenum): exact below 1024, else 1.50K, 12.3M, 456G.
+std::string NiceNum(uint64_t n) {
+  if (n < 1024) return std::to_string(n);
+  const char* units = "KMGTPE";
+  int i = 0;
+  double v = static_cast<double>(n) / 1024;
+  while (v >= 1024 && i < 5) {
+    v /= 1024;
+    i++;
+  }
+  char buf[32];
+  for (int prec = 2; prec >= 0; prec--) {
+    std::snprintf(buf, sizeof buf, "%.*f%c", prec, v, units[i]);
+    if (std::strlen(buf) <= 5) break;
+  }
+  return buf;
+}
 using poolcli::Bytes;
 
 struct ListArgs {
@@ -177,13 +196,26 @@ int ZpoolStatus(Context& ctx, const std::vector<std::string>& names) {
     for (auto& v : c.vdevs) w = std::max(w, v.size() + 2);
     std::printf("\t%-*s  %-8s %5s %5s %5s\n", static_cast<int>(w), "NAME", "STATE", "READ", "WRITE",
                 "CKSUM");
-    std::printf("\t%-*s  %-8s %5d %5d %5d\n", static_cast<int>(w), c.name.c_str(),
-                info.health.c_str(), 0, 0, 0);
-    for (auto& v : c.vdevs) {
-      std::printf("\t  %-*s  %-8s %5d %5d %5d\n", static_cast<int>(w - 2), v.c_str(), "ONLINE", 0,
-                  0, 0);
+    // Errors since the pool was opened (Pool::Info), per vdev; the pool's row sums them.
+    // The cached vdev list and the pool's are both in vdev-id order.
+    uint64_t total[3] = {0, 0, 0};
+    for (const auto& vi : info.vdevs) {
+      total[0] += vi.read_errors;
+      total[1] += vi.write_errors;
+      total[2] += vi.checksum_errors;
     }
-    std::printf("\nerrors: No known data errors\n");
+    std::printf("\t%-*s  %-8s %5s %5s %5s\n", static_cast<int>(w), c.name.c_str(),
+                info.health.c_str(), NiceNum(total[0]).c_str(), NiceNum(total[1]).c_str(),
+                NiceNum(total[2]).c_str());
+    for (size_t i = 0; i < c.vdevs.size(); i++) {
+      const pool::VdevInfo vi = i < info.vdevs.size() ? info.vdevs[i] : pool::VdevInfo{};
+      std::printf("\t  %-*s  %-8s %5s %5s %5s\n", static_cast<int>(w - 2), c.vdevs[i].c_str(),
+                  "ONLINE", NiceNum(vi.read_errors).c_str(), NiceNum(vi.write_errors).c_str(),
+                  NiceNum(vi.checksum_errors).c_str());
+    }
+    std::printf("\nerrors: %s\n", total[0] + total[1] + total[2] == 0
+                                      ? "No known data errors"
+                                      : "Errors were seen since the pool was opened");
   }
   for (const auto& n : names) {
     if (std::none_of(pools->begin(), pools->end(),
@@ -194,14 +226,16 @@ int ZpoolStatus(Context& ctx, const std::vector<std::string>& names) {
   return rc;
 }
 
-int ZpoolExportOrDestroy(Context& ctx, const std::string& name, bool destroy) {
+// `zpool export -f` skips the busy check (zpool's -f: export even what is in use); destroy
+// always checks.
+int ZpoolExportOrDestroy(Context& ctx, const std::string& name, bool destroy, bool force) {
   auto p = poolcli::OpenPool(ctx, name);
   if (!p.ok()) return ReportFailure(p.status());
-  std::vector<std::string> volumes;  // zfs refuses even with -f while a zvol is open
+  std::vector<std::string> volumes;
   for (const auto& d : (*p)->ListDatasets()) {
     if (d.type == "volume") volumes.push_back(d.name);
   }
-  if (Status busy = CheckNotInUse(ctx, volumes); !busy.ok()) {
+  if (Status busy = destroy || !force ? CheckNotInUse(ctx, volumes) : Status::Ok(); !busy.ok()) {
     std::fprintf(stderr, "volstack: cannot %s '%s': pool is busy (%s)\n",
                  destroy ? "destroy" : "export", name.c_str(), busy.message().c_str());
     return kExitFailure;
@@ -446,10 +480,13 @@ void RegisterZpoolVerbs(CLI::App& app, Context& ctx) {
   for (bool destroy : {false, true}) {
     auto name = std::make_shared<std::string>();
     auto force = std::make_shared<bool>(false);
-    auto* c = AddVerb(*zpool, ctx, destroy ? "destroy" : "export",
-                      destroy ? "Destroy a pool" : "Export a pool (sync, mark exported)",
-                      [&ctx, name, destroy] { return ZpoolExportOrDestroy(ctx, *name, destroy); });
-    c->add_flag("-f", *force, "Force (accepted for compatibility)");
+    auto* c = AddVerb(
+        *zpool, ctx, destroy ? "destroy" : "export",
+        destroy ? "Destroy a pool" : "Export a pool (sync, mark exported)",
+        [&ctx, name, destroy, force] { return ZpoolExportOrDestroy(ctx, *name, destroy, *force); });
+    c->add_flag("-f", *force,
+                destroy ? "Force (accepted for compatibility; a busy pool is still refused)"
+                        : "Export even while its volumes are in use");
     c->add_option("pool", *name, "Pool name")->required();
   }
   {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "pool/blkptr_format.h"
+#include "pool/block_cache.h"
 #include "pool/label_format.h"
 #include "pool/mos_format.h"
 #include "pool/range_set.h"
@@ -75,8 +76,26 @@ class PoolImpl {
   uint64_t total_size() const;
 
   // Reads and verifies the block `bp` points to into dst (bp.lsize bytes). EIO on a checksum
-  // mismatch or an out-of-range address.
+  // mismatch or an out-of-range address. Served from block_cache when it holds the block;
+  // verified data blocks are offered to it.
   Status ReadBlock(const BlockPtr& bp, uint8_t* dst);
+
+  // Verified block contents (block_cache.h), under the `cache` bound shared with the
+  // volumes' indirect caches (cache_bytes). Created with the pool (Create/Import).
+  std::unique_ptr<BlockCache> block_cache;
+  static BlockKey CacheKey(const BlockPtr& bp) {
+    return BlockKey{bp.dva[0].vdev, bp.psize, bp.dva[0].offset, bp.birth};
+  }
+  // For the commit to offer a data block it writes in txg `txg` (the bytes its checksum was
+  // computed from, so verified by construction): warm after write, as ZFS's ARC is. Not
+  // called yet: the call belongs in Volume::SyncTree, where the data blocks are written.
+  void CacheCommitted(const Dva& dva, std::span<const uint8_t> data, uint64_t txg);
+  void InitBlockCache() {
+    // Below 1 MiB the fixed tables would be a large share of the bound: indirect blocks only.
+    if (tuning.cache_data && tuning.cache_max_bytes >= (uint64_t{1} << 20)) {
+      block_cache = std::make_unique<BlockCache>(tuning.cache_max_bytes, &cache_bytes);
+    }
+  }
 
   // --- directory and state (mu) ---
   std::mutex mu;
@@ -92,8 +111,8 @@ class PoolImpl {
   std::atomic<bool> closed{false};
   std::atomic<bool> failed{false};  // a txg commit failed: the pool is suspended
   std::atomic<uint64_t> dirty_bytes{0};
-  std::atomic<uint64_t> cache_bytes{0};
-  std::atomic<uint64_t> free_bytes{0};  // allocatable now (excludes deferred frees)
+  std::atomic<uint64_t> cache_bytes{0};  // the volumes' cached indirect blocks
+  std::atomic<uint64_t> free_bytes{0};   // allocatable now (excludes deferred frees)
   std::atomic<uint64_t> unused_reservation{0};
   std::atomic<uint64_t> synced_txg{0};
 

@@ -142,11 +142,22 @@ Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst) {
       d.offset + d.asize() > vdevs[d.vdev]->alloc_end() || bp.psize != bp.lsize) {
     return Status::IoError("pool " + name + ": block pointer out of range: " + bp.ToString());
   }
+  const BlockKey key = CacheKey(bp);
+  if (block_cache && block_cache->Lookup(key, dst, 0, bp.psize)) return Status::Ok();
   VS_RETURN_IF_ERROR(vdevs[d.vdev]->device()->Read(d.offset, std::span<uint8_t>(dst, bp.psize)));
   if (ComputeChecksum(bp.cksum, std::span<const uint8_t>(dst, bp.psize)) != bp.checksum) {
+    vdevs[d.vdev]->errors().checksum++;
     return Status::IoError("pool " + name + ": checksum mismatch in " + bp.ToString());
   }
+  // Indirect blocks are cached decoded by their volume; only data is worth a second copy.
+  if (block_cache && bp.type == BlockType::kVolData) block_cache->Insert(key, dst, false);
   return Status::Ok();
+}
+
+void PoolImpl::CacheCommitted(const Dva& dva, std::span<const uint8_t> data, uint64_t txg) {
+  if (!block_cache) return;
+  block_cache->Insert(BlockKey{dva.vdev, static_cast<uint32_t>(data.size()), dva.offset, txg},
+                      data.data(), true);
 }
 
 Status PoolImpl::CheckUsable() const {
@@ -629,6 +640,9 @@ PoolInfo Pool::Info() {
       vi.guid = v->guid();
       vi.size = v->alloc_end() - v->alloc_start();
       vi.allocated = vi.size - impl_->free[v->id()].total();
+      vi.read_errors = v->errors().read.load();
+      vi.write_errors = v->errors().write.load();
+      vi.checksum_errors = v->errors().checksum.load();
       info.vdevs.push_back(vi);
     }
   }

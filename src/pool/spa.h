@@ -35,8 +35,10 @@ namespace volstack::pool {
 class PoolImpl;
 
 struct PoolTuning {
-  uint64_t dirty_max_bytes = 64ull << 20;   // writers throttle above this much dirty data
-  uint64_t cache_max_bytes = 256ull << 20;  // cached indirect blocks (clean), all volumes
+  uint64_t dirty_max_bytes = 64ull << 20;  // writers throttle above this much dirty data
+  // Cached indirect blocks (clean, all volumes) plus verified data blocks (block_cache.h).
+  uint64_t cache_max_bytes = 256ull << 20;
+  bool cache_data = true;  // false: indirect blocks only, every data read goes to the vdev
   std::chrono::milliseconds txg_timeout{5000};
   bool sync_thread = true;      // false: txgs commit only on Sync()/throttle (tests)
   size_t condense_blocks = 48;  // rewrite the space map once its log has this many blocks
@@ -89,6 +91,11 @@ struct VdevInfo {
   uint64_t guid = 0;
   uint64_t size = 0;
   uint64_t allocated = 0;
+  // Errors since the pool was opened, as zpool status counts them: failed reads, failed
+  // writes (and flushes), and blocks that read but did not match their checksum.
+  uint64_t read_errors = 0;
+  uint64_t write_errors = 0;
+  uint64_t checksum_errors = 0;
 };
 
 struct PoolInfo {

@@ -83,6 +83,7 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name,
   impl->pool_guid = RandomGuid();
   impl->ashift = options.ashift;
   impl->tuning = options.tuning;
+  impl->InitBlockCache();
   impl->props = options.props;
   impl->props["creation"] = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
                                                std::chrono::system_clock::now().time_since_epoch())
@@ -226,6 +227,7 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
   impl->pool_guid = newest->pool_guid;
   impl->ashift = newest->ashift;
   impl->tuning = options.tuning;
+  impl->InitBlockCache();
   impl->vdev_guids = newest->vdev_guids;
   for (size_t i = 0; i < n; i++) {
     impl->vdevs.push_back(

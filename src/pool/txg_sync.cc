@@ -3,6 +3,10 @@
 //   1. quiesce: under mu, every volume's open map becomes its syncing map; open_txg++.
 //   2. write data blocks, then indirect blocks bottom-up, to freshly allocated space
 //      (never over a live block); old pointers are freed into this txg's deferred list.
+//      Data blocks go out as runs of adjacent blocks, one vectored vdev write (WriteV) per
+//      run straight from the dirty buffers, checksummed meanwhile on a helper thread when
+//      the txg is large (Volume::SyncTree); indirect and meta blocks, built in scratch
+//      buffers, are batched by SyncContext::Write below.
 //   3. free the trees of destroyed volumes; the intent logs (zil_manager.cc) set each
 //      volume's log header and free the log blocks this txg makes obsolete.
 //   4. append this txg's alloc/free records to the space map (or condense it), write the

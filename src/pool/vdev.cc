@@ -2,7 +2,49 @@
 
 #include <optional>
 
+#include "bdev/forwarding_device.h"
+
 namespace volstack::pool {
+
+namespace {
+
+// Counts the failures of the operations it forwards.
+class ErrorCountingDevice final : public bdev::ForwardingDevice {
+ public:
+  ErrorCountingDevice(bdev::BlockDevicePtr target, std::shared_ptr<VdevErrors> errors)
+      : ForwardingDevice(std::move(target)), errors_(std::move(errors)) {}
+
+ protected:
+  Status DoRead(uint64_t offset, std::span<uint8_t> buf) override {
+    return Count(errors_->read, ForwardingDevice::DoRead(offset, buf));
+  }
+  Status DoWrite(uint64_t offset, std::span<const uint8_t> buf, bdev::WriteOptions o) override {
+    return Count(errors_->write, ForwardingDevice::DoWrite(offset, buf, o));
+  }
+  Status DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                  bdev::WriteOptions o) override {
+    return Count(errors_->write, ForwardingDevice::DoWriteV(offset, pieces, o));
+  }
+  Status DoFlush() override { return Count(errors_->write, ForwardingDevice::DoFlush()); }
+  Status DoWriteZeroes(uint64_t offset, uint64_t length, bdev::ZeroOptions o) override {
+    return Count(errors_->write, ForwardingDevice::DoWriteZeroes(offset, length, o));
+  }
+
+ private:
+  static Status Count(std::atomic<uint64_t>& counter, Status st) {
+    if (!st.ok()) counter++;
+    return st;
+  }
+  std::shared_ptr<VdevErrors> errors_;
+};
+
+}  // namespace
+
+Vdev::Vdev(bdev::BlockDevicePtr device, uint32_t id, uint64_t guid)
+    : errors_(std::make_shared<VdevErrors>()),
+      device_(std::make_shared<ErrorCountingDevice>(std::move(device), errors_)),
+      id_(id),
+      guid_(guid) {}
 
 Status Vdev::WriteLabelConfigs(const LabelConfig& config, int parity) {
   for (int l = parity; l < kLabelCount; l += 2) {

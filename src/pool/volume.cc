@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "pool/pool_impl.h"
 #include "util/coding.h"
@@ -9,6 +11,46 @@
 namespace volstack::pool {
 
 namespace {
+// Writes runs of data blocks at adjacent addresses on one vdev with one vectored write,
+// straight from the dirty buffers (which stay put until FinishSync), up to 1 MiB a run.
+class RunWriter {
+ public:
+  explicit RunWriter(PoolImpl* pool) : pool_(pool) {}
+  Status Add(const Dva& dva, std::span<const uint8_t> data) {
+    if (!pieces_.empty() &&
+        (dva.vdev != vdev_ || dva.offset != end_ || end_ - start_ + dva.asize() > kMaxRun)) {
+      VS_RETURN_IF_ERROR(Flush());
+    }
+    if (pieces_.empty()) vdev_ = dva.vdev, start_ = end_ = dva.offset;
+    pieces_.push_back(data);
+    // Pad to the allocated size so the next adjacent block lines up.
+    if (dva.asize() > data.size()) {
+      VS_CHECK_OP(dva.asize() - data.size(), <=, sizeof kZeroPad);
+      pieces_.emplace_back(kZeroPad, dva.asize() - data.size());
+    }
+    end_ += dva.asize();
+    return Status::Ok();
+  }
+  Status Flush() {
+    if (pieces_.empty()) return Status::Ok();
+    Status st = pool_->vdevs[vdev_]->device()->WriteV(start_, pieces_);
+    pieces_.clear();
+    return st;
+  }
+
+ private:
+  static constexpr uint64_t kMaxRun = 1 << 20;
+  static constexpr uint8_t kZeroPad[64 * 1024] = {};  // asize - size < 2^ashift <= 64 KiB
+
+  PoolImpl* const pool_;
+  uint32_t vdev_ = 0;
+  uint64_t start_ = 0, end_ = 0;
+  std::vector<std::span<const uint8_t>> pieces_;
+};
+
+// Txgs with at least this much data checksum on a helper thread while the commit writes.
+constexpr uint64_t kParallelChecksumBytes = 1 << 20;
+
 bool AllZero(const uint8_t* p, size_t n) {
   static const uint8_t kZero[4096] = {};
   while (n > 0) {
@@ -218,7 +260,7 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
         it->second.reset();
       } else {
         if (!it->second) {
-          it->second.reset(new uint8_t[vbs_]);
+          it->second = NewBufLocked();
           std::memset(it->second.get(), 0, vbs_);
         }
         if (zero) {
@@ -232,11 +274,11 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
     Buf buf;
     if (full) {
       if (!zero) {
-        buf.reset(new uint8_t[vbs_]);
+        buf = NewBufLocked();
         std::memcpy(buf.get(), src, n);
       }
     } else {
-      buf.reset(new uint8_t[vbs_]);
+      buf = NewBufLocked();
       auto s = syncing_.find(blkid);
       if (s != syncing_.end()) {
         if (s->second) {
@@ -269,7 +311,7 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
   }
 }
 
-Status Volume::Write(uint64_t offset, std::span<const uint8_t> buf) {
+Status Volume::Write(uint64_t offset, std::span<const uint8_t> buf, bool throttle) {
   size_t done = 0;
   while (done < buf.size()) {
     const uint64_t pos = offset + done;
@@ -278,11 +320,11 @@ Status Volume::Write(uint64_t offset, std::span<const uint8_t> buf) {
     VS_RETURN_IF_ERROR(WriteBlock(pos / vbs_, in_off, buf.data() + done, n, false));
     done += n;
   }
-  pool_->Throttle();
+  if (throttle) pool_->Throttle();
   return Status::Ok();
 }
 
-Status Volume::Zero(uint64_t offset, uint64_t length) {
+Status Volume::Zero(uint64_t offset, uint64_t length, bool throttle) {
   uint64_t pos = offset;
   const uint64_t end = offset + length;
   while (pos < end) {
@@ -323,7 +365,7 @@ Status Volume::Zero(uint64_t offset, uint64_t length) {
     VS_RETURN_IF_ERROR(WriteBlock(blkid, in_off, nullptr, n, true));
     pos += n;
   }
-  pool_->Throttle();
+  if (throttle) pool_->Throttle();
   return Status::Ok();
 }
 
@@ -374,11 +416,27 @@ size_t Volume::Quiesce() {
   return syncing_.size();
 }
 
+Volume::Buf Volume::NewBufLocked() {
+  if (spare_.empty()) return Buf(new uint8_t[vbs_]);
+  Buf b = std::move(spare_.back());
+  spare_.pop_back();
+  return b;
+}
+
 uint64_t Volume::FinishSync() {
   std::map<uint64_t, Buf> old;
   {
     std::lock_guard l(mu_);
     old.swap(syncing_);
+    // Keep as many buffers as this txg used (up to kMaxSpareBytes) for the next one: a
+    // streaming writer then dirties recycled memory instead of fresh pages (malloc hands
+    // freed megabytes back to the kernel, and every new page faults and is zeroed again).
+    const size_t keep = std::min<size_t>(old.size(), std::max<uint64_t>(kMaxSpareBytes / vbs_, 1));
+    if (spare_.size() > keep) spare_.resize(keep);
+    for (auto& [blkid, buf] : old) {
+      if (spare_.size() >= keep) break;
+      if (buf) spare_.push_back(std::move(buf));
+    }
   }
   uint64_t bytes = 0;
   bytes = old.size() * uint64_t{vbs_};
@@ -391,6 +449,7 @@ Status Volume::SyncTree(SyncContext& ctx) {
   const ChecksumType cksum = checksum_type();
   std::vector<std::pair<uint64_t, BlockPtr>> fresh;
   fresh.reserve(syncing_.size());
+  std::vector<std::pair<BlockPtr*, const uint8_t*>> data;  // blocks to write and checksum
   for (auto& [blkid, buf] : syncing_) {
     BlockPtr bp;
     if (buf && !AllZero(buf.get(), vbs_)) {
@@ -401,10 +460,38 @@ Status Volume::SyncTree(SyncContext& ctx) {
       bp.level = 0;
       bp.fill = 1;
       bp.birth = ctx.txg;
-      bp.checksum = ComputeChecksum(cksum, std::span<const uint8_t>(buf.get(), vbs_));
-      VS_RETURN_IF_ERROR(ctx.Write(bp.dva[0], std::span<const uint8_t>(buf.get(), vbs_)));
     }
-    fresh.emplace_back(blkid, bp);
+    fresh.emplace_back(blkid, bp);  // reserved: the pointer below stays valid
+    if (!bp.IsHole()) data.emplace_back(&fresh.back().second, buf.get());
+  }
+  // The writes and the checksums only read the buffers, so a large txg checksums on a helper
+  // thread while this one writes (on two cores the checksums then cost no time).
+  auto checksum_all = [&] {
+    for (auto& [bp, buf] : data) {
+      bp->checksum = ComputeChecksum(cksum, std::span<const uint8_t>(buf, vbs_));
+    }
+  };
+  std::thread helper;
+  if (data.size() * vbs_ >= kParallelChecksumBytes) {
+    try {
+      helper = std::thread(checksum_all);
+    } catch (const std::system_error&) {
+      // No thread to be had: checksum here (below).
+    }
+  }
+  if (!helper.joinable()) checksum_all();
+  RunWriter writer(pool_);
+  Status written;
+  for (auto& [bp, buf] : data) {
+    written = writer.Add(bp->dva[0], std::span<const uint8_t>(buf, vbs_));
+    if (!written.ok()) break;
+  }
+  if (written.ok()) written = writer.Flush();
+  if (helper.joinable()) helper.join();
+  VS_RETURN_IF_ERROR(written);
+  // Written data is what a reader asks for next, as the host page cache would have it.
+  for (auto& [bp, buf] : data) {
+    pool_->CacheCommitted(bp->dva[0], std::span<const uint8_t>(buf, vbs_), ctx.txg);
   }
 
   std::lock_guard l(tree_mu_);

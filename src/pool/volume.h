@@ -8,7 +8,11 @@
 // Dirty data. Writes go to the open map (block id -> buffer, nullptr = hole). A txg commit
 // first moves the open map to the syncing map (Quiesce), writes it out (SyncTree), and drops
 // it (FinishSync) only after the tree points at the new blocks, so a reader finds every
-// block in the open map, the syncing map or the tree, in that order. A partial-block write
+// block in the open map, the syncing map or the tree, in that order. SyncTree writes runs of
+// adjacent new blocks with one vectored vdev write straight from the syncing buffers (no
+// copy) and checksums large txgs on a helper thread meanwhile; FinishSync keeps up to the
+// txg's block count (at most 16 MiB) of buffers as spares for the next txg, so a streaming
+// writer reuses warm memory instead of faulting in fresh pages. A partial-block write
 // of a block in neither map reads it from the tree under a per-block "loading" marker: other
 // writers of that block wait, so read-modify-write never loses a concurrent write.
 //
@@ -49,11 +53,14 @@ class Volume {
   Volume(PoolImpl* pool, DatasetPhys phys);
   ~Volume();
 
-  // I/O. Requires offset/length within volsize and 512-aligned (ZvolDevice checks).
+  // I/O. Requires offset/length within volsize and 512-aligned (ZvolDevice checks). Writes
+  // end in the pool's dirty-data throttle unless `throttle` is false: then the caller
+  // calls PoolImpl::Throttle() itself, after it has read the open txg for the intent log
+  // (a throttle can kick a commit, and a txg read after it would be one too new).
   Status Read(uint64_t offset, std::span<uint8_t> buf);
-  Status Write(uint64_t offset, std::span<const uint8_t> buf);
+  Status Write(uint64_t offset, std::span<const uint8_t> buf, bool throttle = true);
   // Full blocks become holes; partial blocks are zero-filled.
-  Status Zero(uint64_t offset, uint64_t length);
+  Status Zero(uint64_t offset, uint64_t length, bool throttle = true);
   Result<std::vector<bdev::AllocationExtent>> QueryAllocation(uint64_t offset, uint64_t length);
 
   DatasetPhys phys() const;
@@ -111,6 +118,8 @@ class Volume {
   // bound (tree_mu_ held; never during a commit, which holds tree_mu_ throughout).
   void TrimCacheLocked();
   Status WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, uint32_t n, bool zero);
+  // A block buffer (contents undefined) from the spares or the heap (mu_ held).
+  Buf NewBufLocked();
   Result<BlockPtr> LookupL0Locked(uint64_t blkid, uint64_t* hole_span);
   Result<std::shared_ptr<Indirect>> LoadIndirect(const BlockPtr& bp);
   Result<std::shared_ptr<Indirect>> GetForWriteLocked(uint32_t level, uint64_t index);
@@ -127,6 +136,10 @@ class Volume {
   std::map<uint64_t, Buf> open_;     // GUARDED_BY(mu_)
   std::map<uint64_t, Buf> syncing_;  // GUARDED_BY(mu_); read-only once quiesced
   std::set<uint64_t> loading_;       // GUARDED_BY(mu_)
+  // Buffers of the last synced txg kept for reuse, at most as many as it had dirty blocks
+  // and kMaxSpareBytes (FinishSync).
+  static constexpr uint64_t kMaxSpareBytes = 16 << 20;
+  std::vector<Buf> spare_;                                    // GUARDED_BY(mu_)
   std::map<void*, std::function<void(uint64_t)>> listeners_;  // GUARDED_BY(mu_)
 
   mutable std::mutex tree_mu_;

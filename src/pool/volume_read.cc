@@ -6,10 +6,13 @@
 //      copied out;
 //   2. under tree_mu_, the block pointers of the remaining blocks are collected, fetching
 //      each cached L1 indirect block once per run of up to 128 pointers;
-//   3. with no lock held, whole blocks whose DVAs are adjacent on one vdev are read with one
-//      vdev read (up to kMaxRunBytes) straight into the caller's buffer and verified there,
-//      block by block, in place; partial head/tail blocks go through a per-thread bounce
-//      buffer of one block.
+//   3. with no lock held, whole blocks the pool's block cache holds (block_cache.h: verified
+//      contents, keyed by address and birth txg; requests up to kMaxRunBytes only, longer
+//      ones are streams and bypass it) are copied from it, without I/O or checksum;
+//      the other whole blocks whose DVAs are adjacent on one vdev are read with one vdev read
+//      (up to kMaxRunBytes) straight into the caller's buffer, verified there block by block
+//      in place, and offered to the cache (which admits them or not: TinyLFU); partial
+//      head/tail blocks go through a per-thread bounce buffer of one block.
 // A checksum mismatch on a merged read is retried block by block through the slow path,
 // which looks the pointer up again (the block may have been rewritten and its old copy
 // reused meanwhile) before it reports EIO.
@@ -198,7 +201,15 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
     VS_RETURN_IF_ERROR(LookupRangeLocked(first, count, s.need.data(), s.bps.data()));
   }
 
-  // 3. I/O, no lock held: runs of adjacent whole blocks become one vdev read.
+  // 3. No lock held: whole blocks the block cache holds are copied from it; runs of
+  // adjacent uncached whole blocks become one vdev read, verified in place and offered to
+  // the cache; partial blocks go through ReadBp (PoolImpl::ReadBlock consults the cache).
+  // Requests longer than one merged vdev read (sequential I/O) use hits but admit nothing:
+  // a hit spares the vdev read and the checksum (SeqRead1M 0.60 -> 0.75-0.84 of raw with
+  // the data cached at commit), while filling the cache from a stream costs a second copy
+  // and a scan bigger than the cache would only push out blocks asked for more often.
+  BlockCache* const cache = pool_->block_cache.get();
+  const bool admit = buf.size() <= kMaxRunBytes;
   for (size_t i = 0; i < count;) {
     if (!s.need[i]) {
       i++;
@@ -213,15 +224,25 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
       continue;
     }
     VS_RETURN_IF_ERROR(CheckDataBp(bp));
+    if (cache != nullptr && cache->Lookup(PoolImpl::CacheKey(bp), dst, 0, vbs_)) {
+      i++;
+      continue;
+    }
+    // A miss: extend it with the following whole blocks that are adjacent on disk and not
+    // cached. (A cached block ends the run; it was copied out by the lookup.)
     const Dva& d0 = bp.dva[0];
     size_t j = i + 1;
     uint64_t next = d0.offset + d0.asize();
     while (j < count && s.need[j] && d0.asize() == vbs_ && (j - i + 1) * vbs_ <= kMaxRunBytes) {
       const BlockPtr& b = s.bps[j];
       uint32_t jo, jn;
-      piece(j, &jo, &jn);
+      uint8_t* jdst = piece(j, &jo, &jn);
       if (b.IsHole() || jn != vbs_ || b.dva[0].vdev != d0.vdev || b.dva[0].offset != next ||
           !CheckDataBp(b).ok()) {
+        break;
+      }
+      if (cache != nullptr && cache->Lookup(PoolImpl::CacheKey(b), jdst, 0, vbs_)) {
+        s.need[j] = 0;
         break;
       }
       next += vbs_;
@@ -234,9 +255,12 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
       uint8_t* p = dst + k * uint64_t{vbs_};
       const BlockPtr& b = s.bps[i + k];
       if (st.ok() && ComputeChecksum(b.cksum, std::span<const uint8_t>(p, vbs_)) == b.checksum) {
+        if (cache != nullptr && admit)
+          cache->Insert(PoolImpl::CacheKey(b), p, /*count_access=*/false);
         continue;
       }
-      // A failed read or a mismatch: retry this block alone (it looks the pointer up again).
+      // A failed read or a mismatch: retry this block alone (it looks the pointer up again;
+      // a mismatch that persists is counted against the vdev there).
       VS_RETURN_IF_ERROR(ReadBp(b, first + i + k, 0, p, vbs_));
     }
     i = j;

@@ -51,7 +51,11 @@
 //      two volumes may come back at different points (as in ZFS, one log per dataset).
 //   6. A Commit() is correct only if every change since the last durable txg is recorded:
 //      unlogged changes (logbias=throughput, sync=disabled, too much pending, a failed
-//      write) make Commit() commit a txg instead, until a durable txg covers them.
+//      write) make Commit() commit a txg instead, until a durable txg covers them. The
+//      fallback looks again once it holds sync_mu: a commit that ran meanwhile (typically
+//      the sync thread's, kicked by the same streaming writes) may have covered them, and
+//      then no txg of its own is needed. For the bound to be tight, ZvolDevice reads the
+//      open txg for a record before the dirty-data throttle, which may start a commit.
 //   7. A failed log write may leave a hole in the chain: Commit() then commits a txg, which
 //      makes every block up to it obsolete and moves the header past the hole.
 //
@@ -150,19 +154,29 @@ void Zil::NoteUnlogged(uint64_t txg) {
   unlogged_txg_ = std::max(unlogged_txg_, txg);
 }
 
-Status Zil::FallBackToTxg() {
-  txg_fallbacks_++;
+bool Zil::DoneLocked(uint64_t target) const {
+  const bool unlogged = unlogged_txg_ > pool_->synced_txg.load();
+  return !unlogged && (itxs_.empty() || itxs_.front().seq >= target);
+}
+
+Status Zil::FallBackToTxg(uint64_t target) {
+  std::lock_guard s(pool_->sync_mu);
   {
     std::lock_guard l(mu_);
     if (chain_guid_ == 0 && !claimed_) want_chain_ = true;
+    // A commit that ran while we waited for sync_mu (the sync thread's, typically kicked
+    // by the very writes that went unlogged) may hold everything already: then another
+    // txg would only cost two more flushes.
+    if (DoneLocked(target)) return Status::Ok();
   }
+  txg_fallbacks_++;
   {
     // Commit even if nothing is dirty: the txg creates the chain or covers records whose
     // data an earlier (empty) sync already holds.
     std::lock_guard l(pool_->mu);
     pool_->mos_dirty = true;
   }
-  return pool_->Sync();
+  return pool_->SyncLocked();
 }
 
 Status Zil::Commit() {
@@ -179,7 +193,7 @@ Status Zil::Commit() {
     {
       std::lock_guard l(mu_);
       const bool unlogged = unlogged_txg_ > pool_->synced_txg.load();
-      if (!unlogged && (itxs_.empty() || itxs_.front().seq >= target)) return Status::Ok();
+      if (DoneLocked(target)) return Status::Ok();
       VS_RETURN_IF_ERROR(pool_->CheckUsable());
       if (attempt >= 4) return Status::IoError("intent log: commit does not converge");
       if (chain_guid_ == 0 || claimed_ || unlogged) {
@@ -198,7 +212,7 @@ Status Zil::Commit() {
       }
     }
     if (fallback) {
-      VS_RETURN_IF_ERROR(FallBackToTxg());
+      VS_RETURN_IF_ERROR(FallBackToTxg(target));
       continue;
     }
     Status st = WriteBlocks(batch, plan);
@@ -211,7 +225,7 @@ Status Zil::Commit() {
       std::lock_guard l(mu_);
       for (const auto& t : batch) unlogged_txg_ = std::max(unlogged_txg_, t.txg);
     }
-    VS_RETURN_IF_ERROR(FallBackToTxg());
+    VS_RETURN_IF_ERROR(FallBackToTxg(target));
   }
 }
 

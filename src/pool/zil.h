@@ -112,7 +112,11 @@ class Zil {
   // layout needs (mu_ held). False (nothing changed) when log space is short.
   bool PlanLocked(const std::vector<Itx>& batch, std::vector<Planned>* plan);
   Status WriteBlocks(const std::vector<Itx>& batch, const std::vector<Planned>& plan);
-  Status FallBackToTxg();
+  // True when every change recorded before the Commit() that took `target` is durable
+  // (mu_ held).
+  bool DoneLocked(uint64_t target) const;
+  // Commits a txg (sync_mu taken here) unless one that ran meanwhile made it unnecessary.
+  Status FallBackToTxg(uint64_t target);
   uint64_t Asize(uint64_t n) const;
 
   PoolImpl* const pool_;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <thread>
 
@@ -138,6 +139,39 @@ TEST(ZilTest, FlushWritesTheLogNotATxg) {
   EXPECT_EQ(after[bdev::OpType::kWrite] - before[bdev::OpType::kWrite], 20u);
   EXPECT_EQ(after[bdev::OpType::kFlush] - before[bdev::OpType::kFlush], 20u);
   ExpectClean(*rig.pool);
+}
+
+TEST(ZilTest, AFlushCoveredByARunningCommitCommitsNoTxgOfItsOwn) {
+  // A streaming writer: more than the log takes (4 MiB pending), so the flush must see a
+  // txg hold the data. When a commit is already running (the sync thread's, kicked by the
+  // same writes), the flush waits for it and finds nothing left to do: no second txg.
+  Rig rig;
+  rig.StartLog();
+  auto zil = ZilOf(*rig.pool);
+  PoolImpl& impl = *rig.pool->impl();
+  ASSERT_TRUE(rig.vol->Write(0, Bytes(5 * kMiB, 3)).ok());
+  const uint64_t txg = rig.pool->Info().txg;
+  const uint64_t fallbacks = zil->txg_fallbacks();
+  Status flushed;
+  {
+    std::unique_lock running(impl.sync_mu);  // a commit in flight
+    std::thread flusher([&] { flushed = rig.vol->Flush(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let it wait for us
+    ASSERT_TRUE(impl.SyncLocked().ok());
+    running.unlock();
+    flusher.join();
+  }
+  ASSERT_TRUE(flushed.ok()) << flushed.ToString();
+  EXPECT_EQ(rig.pool->Info().txg, txg + 1) << "the flush committed a txg of its own";
+  EXPECT_EQ(zil->txg_fallbacks(), fallbacks);
+  // And the data is durable: a power cut now keeps it.
+  auto pool = rig.CrashAndImport();
+  ASSERT_NE(pool, nullptr);
+  auto vol = *pool->OpenVolume("tank/v");
+  std::vector<uint8_t> back(5 * kMiB);
+  ASSERT_TRUE(vol->Read(0, back).ok());
+  EXPECT_EQ(back, Bytes(5 * kMiB, 3));
+  ExpectClean(*pool);
 }
 
 TEST(ZilTest, ReplayRestoresFlushedWritesAfterPowerCut) {

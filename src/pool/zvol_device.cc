@@ -69,14 +69,16 @@ Status ZvolDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, bdev::
   Status st;
   if (m.log) {
     Zil::RangeLock range(*zil_, offset, buf.size());
-    st = volume_->Write(offset, buf);
-    // The open txg read after the write bounds the txg that holds it (zil.cc).
+    st = volume_->Write(offset, buf, /*throttle=*/false);
+    // The open txg read after the write bounds the txg that holds it (zil.cc); read before
+    // the throttle, which may start a commit and so make it one txg too new.
     if (st.ok()) zil_->LogWrite(OpenTxg(), offset, buf);
   } else {
-    st = volume_->Write(offset, buf);
+    st = volume_->Write(offset, buf, /*throttle=*/false);
   }
   // A failed write may have changed part of the range: only a txg makes that durable.
   if (!m.log || !st.ok()) zil_->NoteUnlogged(OpenTxg());
+  pool_->impl()->Throttle();
   VS_RETURN_IF_ERROR(st);
   if (m.always || (opts.fua && !m.disabled)) return MakeDurable(m);
   return Status::Ok();
@@ -95,12 +97,13 @@ Status ZvolDevice::Zero(uint64_t offset, uint64_t length, bool fua) {
   Status st;
   if (m.log) {
     Zil::RangeLock range(*zil_, offset, length);
-    st = volume_->Zero(offset, length);
+    st = volume_->Zero(offset, length, /*throttle=*/false);
     if (st.ok()) zil_->LogZero(OpenTxg(), offset, length);
   } else {
-    st = volume_->Zero(offset, length);
+    st = volume_->Zero(offset, length, /*throttle=*/false);
   }
   if (!m.log || !st.ok()) zil_->NoteUnlogged(OpenTxg());
+  pool_->impl()->Throttle();
   VS_RETURN_IF_ERROR(st);
   if (m.always || (fua && !m.disabled)) return MakeDurable(m);
   return Status::Ok();

@@ -1,0 +1,249 @@
+#include "pool/block_cache.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+
+#include "util/check.h"
+
+namespace volstack::pool {
+
+namespace {
+
+uint64_t Mix(uint64_t x) {  // splitmix64's finalizer
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return x;
+}
+
+uint64_t HashKey(const BlockKey& k) {
+  return Mix(k.offset ^ Mix(k.birth ^ ((uint64_t{k.vdev} << 32) | k.size)));
+}
+
+struct KeyHash {
+  size_t operator()(const BlockKey& k) const { return static_cast<size_t>(HashKey(k) >> 4); }
+};
+
+constexpr int kRows = 4;
+constexpr uint8_t kMaxCount = 15;  // 4-bit counters, as TinyLFU
+constexpr uint64_t kSeeds[kRows] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full,
+                                    0x165667B19E3779F9ull, 0xD6E8FEB86659FD93ull};
+
+}  // namespace
+
+// One shard: an open-addressing table (linear probing, backward-shift deletion) whose slots
+// hold the key and the block's buffer, so a hit costs one probe and the copy: no list to
+// relink, no node to chase (on this class of VM each dependent cache miss costs as much as
+// copying a kilobyte). Eviction is CLOCK over the table (a slot's `ref` bit is set by a hit
+// and cleared as the hand passes), an approximation of LRU that needs no writes on a hit
+// beyond the slot it already touched.
+struct BlockCache::Shard {
+  struct Slot {
+    BlockKey key;
+    uint8_t* data = nullptr;  // nullptr: empty slot
+    uint8_t ref = 0;
+  };
+
+  std::mutex mu;
+  std::vector<Slot> table;  // GUARDED_BY(mu); power-of-two size, at most half full
+  size_t mask = 0;
+  size_t entries = 0;           // GUARDED_BY(mu)
+  size_t hand = 0;              // GUARDED_BY(mu): CLOCK hand
+  uint64_t bytes = 0;           // GUARDED_BY(mu): charged bytes of the entries
+  uint32_t shift = 0;           // 64 - log2(sketch width)
+  std::vector<uint8_t> sketch;  // kRows rows of `width` counters
+  uint64_t samples = 0, sample_limit = 0;
+  BlockCacheStats stats;  // GUARDED_BY(mu): counts only
+
+  Shard(uint64_t width, size_t slots, uint64_t window) {
+    table.resize(slots);
+    mask = slots - 1;
+    shift = static_cast<uint32_t>(64 - std::countr_zero(width));
+    sketch.assign(width * kRows, 0);
+    sample_limit = window;
+  }
+
+  size_t Slot0(uint64_t h) const { return static_cast<size_t>(h >> 20) & mask; }
+  // The slot holding key, or the empty slot where it would go.
+  size_t Find(const BlockKey& key, uint64_t h) const {
+    size_t i = Slot0(h);
+    while (table[i].data != nullptr && !(table[i].key == key)) i = (i + 1) & mask;
+    return i;
+  }
+  // Empties slot i, shifting later members of its probe run back (no tombstones).
+  void Erase(size_t i, bool free_data) {
+    if (free_data) std::free(table[i].data);
+    table[i].data = nullptr;
+    for (size_t j = (i + 1) & mask; table[j].data != nullptr; j = (j + 1) & mask) {
+      const size_t home = Slot0(HashKey(table[j].key));
+      // Move j back into the hole at i unless its home lies cyclically in (i, j].
+      const bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+      if (stays) continue;
+      table[i] = table[j];
+      table[j].data = nullptr;
+      i = j;
+    }
+  }
+  uint64_t Remove(size_t i, bool free_data = true) {
+    const uint64_t cost = table[i].key.size + kEntryOverhead;
+    Erase(i, free_data);
+    entries--;
+    bytes -= cost;
+    stats.evicted++;
+    return cost;
+  }
+  // CLOCK: the next slot whose ref bit is clear (clearing the bits it passes). Requires
+  // entries > 0.
+  size_t Victim() {
+    for (;;) {
+      Slot& s = table[hand];
+      if (s.data != nullptr) {
+        if (!s.ref) return hand;
+        s.ref = 0;
+      }
+      hand = (hand + 1) & mask;
+    }
+  }
+
+  size_t SketchSlot(uint64_t h, int r) const {
+    return r * (sketch.size() / kRows) + static_cast<size_t>((h * kSeeds[r]) >> shift);
+  }
+  uint8_t Freq(uint64_t h) const {
+    uint8_t f = kMaxCount;
+    for (int r = 0; r < kRows; r++) f = std::min(f, sketch[SketchSlot(h, r)]);
+    return f;
+  }
+  // Conservative update: only the counters at the minimum grow.
+  void Record(uint64_t h) {
+    const uint8_t f = Freq(h);
+    if (f < kMaxCount) {
+      for (int r = 0; r < kRows; r++) {
+        uint8_t& c = sketch[SketchSlot(h, r)];
+        if (c == f) c++;
+      }
+    }
+    if (++samples >= sample_limit) {
+      for (auto& c : sketch) c >>= 1;
+      samples /= 2;
+    }
+  }
+};
+
+BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_bytes)
+    : max_bytes_(max_bytes), other_bytes_(other_bytes) {
+  // Per shard: room for `entries` blocks of 4 KiB (data blocks are no smaller); a table of
+  // twice as many slots (at most half full); a sketch 4 counters wide per entry (few
+  // collisions) whose counts are halved every 10 x entries accesses.
+  const uint64_t entries = std::bit_ceil(std::max<uint64_t>(16, max_bytes / 4096 / kShards));
+  for (size_t i = 0; i < kShards; i++) {
+    shards_.push_back(std::make_unique<Shard>(4 * entries, 2 * entries, 10 * entries));
+  }
+  fixed_bytes_ = kShards * (4 * entries * kRows + 2 * entries * sizeof(Shard::Slot));
+  bytes_ = fixed_bytes_;  // the sketches and tables are charged to the bound too
+}
+
+BlockCache::~BlockCache() { Clear(); }
+
+uint64_t BlockCache::capacity() const {
+  const uint64_t other = other_bytes_ ? other_bytes_->load(std::memory_order_relaxed) : 0;
+  const uint64_t used = other + fixed_bytes_;
+  return used >= max_bytes_ ? 0 : max_bytes_ - used;
+}
+
+bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint32_t n) {
+  const uint64_t h = HashKey(key);
+  Shard& s = ShardFor(h);
+  const uint64_t cap = capacity() / kShards;
+  std::lock_guard l(s.mu);
+  s.Record(h);
+  // The indirect cache may have grown into this cache's share: give it back.
+  while (s.bytes > cap && s.entries > 0) bytes_ -= s.Remove(s.Victim());
+  Shard::Slot& slot = s.table[s.Find(key, h)];
+  if (slot.data == nullptr) {
+    s.stats.misses++;
+    return false;
+  }
+  VS_CHECK_OP(uint64_t{in_off} + n, <=, key.size);
+  std::memcpy(dst, slot.data + in_off, n);
+  slot.ref = 1;
+  s.stats.hits++;
+  return true;
+}
+
+void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_access) {
+  const uint64_t h = HashKey(key);
+  Shard& s = ShardFor(h);
+  const uint64_t cap = capacity() / kShards;
+  const uint64_t cost = key.size + kEntryOverhead;
+  std::lock_guard l(s.mu);
+  if (count_access) s.Record(h);
+  if (s.table[s.Find(key, h)].data != nullptr) return;  // same key, same bytes
+  if (cost > cap) {
+    s.stats.rejected++;
+    return;
+  }
+  uint8_t* reuse = nullptr;
+  bool admitted = false;
+  while ((s.bytes + cost > cap || 2 * (s.entries + 1) > s.table.size()) && s.entries > 0) {
+    const size_t v = s.Victim();
+    if (!admitted) {
+      // TinyLFU: only something asked for more often than the victim may replace it.
+      if (s.Freq(h) <= s.Freq(HashKey(s.table[v].key))) {
+        s.stats.rejected++;
+        return;
+      }
+      admitted = true;
+    }
+    const bool take = reuse == nullptr && s.table[v].key.size == key.size;
+    if (take) reuse = s.table[v].data;
+    bytes_ -= s.Remove(v, /*free_data=*/!take);
+  }
+  uint8_t* buf = reuse ? reuse : static_cast<uint8_t*>(std::malloc(key.size));
+  VS_CHECK(buf != nullptr);
+  std::memcpy(buf, data, key.size);
+  Shard::Slot& slot = s.table[s.Find(key, h)];
+  slot.key = key;
+  slot.data = buf;
+  slot.ref = 0;
+  s.entries++;
+  s.bytes += cost;
+  bytes_ += cost;
+  s.stats.inserted++;
+}
+
+void BlockCache::Clear() {
+  for (auto& sp : shards_) {
+    Shard& s = *sp;
+    std::lock_guard l(s.mu);
+    for (size_t i = 0; i < s.table.size(); i++) {
+      if (s.table[i].data == nullptr) continue;
+      std::free(s.table[i].data);
+      s.table[i].data = nullptr;
+      bytes_ -= s.table[i].key.size + kEntryOverhead;
+      s.stats.evicted++;
+    }
+    s.entries = 0;
+    s.bytes = 0;
+  }
+}
+
+BlockCacheStats BlockCache::Stats() const {
+  BlockCacheStats t;
+  for (auto& sp : shards_) {
+    std::lock_guard l(sp->mu);
+    t.hits += sp->stats.hits;
+    t.misses += sp->stats.misses;
+    t.inserted += sp->stats.inserted;
+    t.rejected += sp->stats.rejected;
+    t.evicted += sp->stats.evicted;
+    t.entries += sp->entries;
+  }
+  t.bytes = bytes();
+  return t;
+}
+
+}  // namespace volstack::pool

@@ -1,0 +1,99 @@
+// BlockCache: the pool's cache of verified block contents (ZFS's ARC, in its role of keeping
+// data a read would otherwise fetch and verify again).
+//
+// Key. A block is named by where it lives and when it was born: (vdev, offset, size, birth
+// txg). Copy-on-write never rewrites a live block in place, and the allocator reuses space
+// only in a later txg than the one that freed it, so within one open pool a key names one
+// content forever: no entry is ever invalidated, a freed block's entry simply stops being
+// asked for and ages out. (Txg numbers only grow while a pool is open; an import starts
+// with an empty cache, so a rewind to an older uberblock cannot alias either.)
+//
+// What goes in. Only bytes that are known good: blocks whose checksum was verified by a
+// read, and blocks a txg commit wrote (the commit computed their checksum from those very
+// bytes). A hit therefore skips both the vdev read and the checksum.
+//
+// Bound. The cache shares the pool's `cache` bound (PoolTuning::cache_max_bytes) with the
+// indirect-block cache, which has priority: this cache holds at most max - indirect bytes
+// and shrinks when the indirect cache grows. Every entry is charged its block size plus
+// kEntryOverhead (allocator header), and the fixed slot tables and frequency sketches are
+// charged too, so bytes() is what the cache really costs.
+//
+// Replacement: CLOCK (a reference bit per entry, the usual approximation of LRU) with
+// TinyLFU admission (Einziger et al., "TinyLFU: A Highly Efficient Cache Admission
+// Policy"). Every lookup and insertion is counted in a small count-min sketch of 4-bit
+// counters, halved every 10 x capacity events so old popularity fades. While there is room
+// every candidate is admitted; once full, a candidate replaces CLOCK's victim only if it
+// was asked for more often. So:
+//   - a sequential scan larger than the cache (each block seen once) is refused at the door:
+//     it does not wipe the cache, and a refused block costs no copy, only the miss itself;
+//   - a loop over slightly more than the cache keeps what it has (an LRU would hit nothing);
+//   - a block asked for repeatedly gets in over blocks that are not.
+//
+// Threads: all methods are thread-safe. The cache is split into kShards shards by key hash,
+// each with its own mutex, slot table, sketch and 1/kShards of the capacity; block bytes
+// are copied under the shard lock (at most one block, microseconds).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace volstack::pool {
+
+struct BlockKey {
+  uint32_t vdev = 0;
+  uint32_t size = 0;    // bytes (the block's physical size)
+  uint64_t offset = 0;  // byte offset on the vdev
+  uint64_t birth = 0;   // txg the block was written in
+  bool operator==(const BlockKey&) const = default;
+};
+
+struct BlockCacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t inserted = 0;  // admitted (including writes at commit)
+  uint64_t rejected = 0;  // refused by admission (no room for something this rarely used)
+  uint64_t evicted = 0;
+  uint64_t entries = 0;
+  uint64_t bytes = 0;  // charged bytes, sketch included
+};
+
+class BlockCache {
+ public:
+  static constexpr size_t kShards = 16;
+  static constexpr uint64_t kEntryOverhead = 32;  // allocator header and rounding
+
+  // The cache holds at most max_bytes - *other_bytes (the indirect cache), read live.
+  // `other_bytes` must outlive the cache; nullptr means no other user of the bound.
+  BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_bytes);
+  ~BlockCache();
+  BlockCache(const BlockCache&) = delete;
+  BlockCache& operator=(const BlockCache&) = delete;
+
+  // On a hit copies bytes [in_off, in_off + n) of the block to dst and returns true. Hit or
+  // miss, the access is counted for admission.
+  bool Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint32_t n);
+  // Offers a verified copy of the whole block (key.size bytes). `count_access`: this call
+  // is itself an access (a write at commit); false after a Lookup miss already counted it.
+  void Insert(const BlockKey& key, const uint8_t* data, bool count_access);
+  // Drops every entry (tests; close). The frequency history is kept.
+  void Clear();
+
+  uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  uint64_t capacity() const;
+  BlockCacheStats Stats() const;
+
+ private:
+  struct Shard;
+  Shard& ShardFor(uint64_t hash) { return *shards_[hash & (kShards - 1)]; }
+
+  const uint64_t max_bytes_;
+  const std::atomic<uint64_t>* const other_bytes_;
+  uint64_t fixed_bytes_ = 0;  // sketches and slot tables
+  std::atomic<uint64_t> bytes_{0};
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+}  // namespace volstack::pool

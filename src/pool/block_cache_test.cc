@@ -1,0 +1,126 @@
+// BlockCache (block_cache.h): hits return the bytes inserted, the bound (shared with the
+// indirect cache) holds, a scan does not wipe a hot set, and a popular block gets in.
+#include "pool/block_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace volstack::pool {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+BlockKey Key(uint64_t i, uint32_t size = 4096) {
+  return BlockKey{0, size, (1 << 22) + i * size, 7};
+}
+
+std::vector<uint8_t> Block(uint64_t i, uint32_t size = 4096) {
+  std::vector<uint8_t> b(size);
+  for (size_t k = 0; k < b.size(); k++) b[k] = static_cast<uint8_t>(i * 131 + k * 7);
+  return b;
+}
+
+TEST(BlockCacheTest, HitReturnsTheBytesAndMissesDoNot) {
+  BlockCache c(4 * kMiB, nullptr);
+  auto b = Block(1);
+  std::vector<uint8_t> out(4096, 0);
+  EXPECT_FALSE(c.Lookup(Key(1), out.data(), 0, 4096));
+  c.Insert(Key(1), b.data(), false);
+  ASSERT_TRUE(c.Lookup(Key(1), out.data(), 0, 4096));
+  EXPECT_EQ(out, b);
+  // A piece of the block.
+  std::vector<uint8_t> piece(512);
+  ASSERT_TRUE(c.Lookup(Key(1), piece.data(), 1024, 512));
+  EXPECT_TRUE(std::equal(piece.begin(), piece.end(), b.begin() + 1024));
+  // Same offset, other birth (the space was freed and reused): a different block.
+  BlockKey reborn = Key(1);
+  reborn.birth = 8;
+  EXPECT_FALSE(c.Lookup(reborn, out.data(), 0, 4096));
+  BlockKey other_vdev = Key(1);
+  other_vdev.vdev = 1;
+  EXPECT_FALSE(c.Lookup(other_vdev, out.data(), 0, 4096));
+  const auto st = c.Stats();
+  EXPECT_EQ(st.hits, 2u);
+  EXPECT_EQ(st.misses, 3u);
+  EXPECT_EQ(st.entries, 1u);
+  c.Clear();
+  EXPECT_FALSE(c.Lookup(Key(1), out.data(), 0, 4096));
+  EXPECT_EQ(c.Stats().entries, 0u);
+}
+
+TEST(BlockCacheTest, StaysWithinTheBoundSharedWithTheIndirectCache) {
+  std::atomic<uint64_t> indirect{kMiB};
+  const uint64_t max = 4 * kMiB;
+  BlockCache c(max, &indirect);
+  std::vector<uint8_t> out(16384);
+  for (uint64_t i = 0; i < 4000; i++) {
+    const uint32_t size = i % 3 == 0 ? 16384 : 4096;
+    auto b = Block(i, size);
+    c.Lookup(Key(i, size), out.data(), 0, size);
+    c.Insert(Key(i, size), b.data(), false);
+    ASSERT_LE(c.bytes() + indirect.load(), max) << i;
+  }
+  EXPECT_GT(c.Stats().entries, 100u);
+  // The indirect cache grows: the block cache gives the memory back as it is used.
+  indirect = 3 * kMiB;
+  for (uint64_t i = 0; i < 4000; i++) c.Lookup(Key(i), out.data(), 0, 4096);
+  EXPECT_LE(c.bytes() + indirect.load(), max);
+  indirect = max;
+  for (uint64_t i = 0; i < 4000; i++) c.Lookup(Key(i), out.data(), 0, 4096);
+  EXPECT_EQ(c.Stats().entries, 0u);
+}
+
+TEST(BlockCacheTest, ASequentialScanDoesNotWipeTheHotSet) {
+  BlockCache c(2 * kMiB, nullptr);  // room for a few hundred 4 KiB blocks
+  std::vector<uint8_t> out(4096);
+  // A hot set, read three times.
+  for (int round = 0; round < 3; round++) {
+    for (uint64_t i = 0; i < 200; i++) {
+      if (!c.Lookup(Key(i), out.data(), 0, 4096)) c.Insert(Key(i), Block(i).data(), false);
+    }
+  }
+  // A scan of 4x the cache, each block once.
+  uint64_t scan_inserted = c.Stats().inserted;
+  for (uint64_t i = 1000; i < 1000 + 2000; i++) {
+    if (!c.Lookup(Key(i), out.data(), 0, 4096)) c.Insert(Key(i), Block(i).data(), false);
+  }
+  scan_inserted = c.Stats().inserted - scan_inserted;
+  int hits = 0;
+  for (uint64_t i = 0; i < 200; i++) {
+    if (c.Lookup(Key(i), out.data(), 0, 4096)) {
+      hits++;
+      EXPECT_EQ(out, Block(i));
+    }
+  }
+  EXPECT_GE(hits, 190);
+  // Most of the scan was refused at the door (no copy).
+  EXPECT_LT(scan_inserted, 400u);
+  EXPECT_GT(c.Stats().rejected, 1600u);
+}
+
+TEST(BlockCacheTest, AFrequentlyReadBlockGetsIntoAFullCache) {
+  BlockCache c(kMiB, nullptr);
+  std::vector<uint8_t> out(4096);
+  for (uint64_t i = 0; i < 2000; i++) {  // fills the cache with blocks read once
+    if (!c.Lookup(Key(i), out.data(), 0, 4096)) c.Insert(Key(i), Block(i).data(), false);
+  }
+  ASSERT_GT(c.Stats().rejected, 0u);
+  const uint64_t popular = 5000;
+  for (int k = 0; k < 4; k++) EXPECT_FALSE(c.Lookup(Key(popular), out.data(), 0, 4096));
+  c.Insert(Key(popular), Block(popular).data(), false);
+  ASSERT_TRUE(c.Lookup(Key(popular), out.data(), 0, 4096));
+  EXPECT_EQ(out, Block(popular));
+}
+
+TEST(BlockCacheTest, ABlockBiggerThanTheCacheIsRefused) {
+  BlockCache c(256 * 1024, nullptr);  // 16 KiB a shard
+  auto b = Block(1, 131072);
+  c.Insert(Key(1, 131072), b.data(), true);
+  std::vector<uint8_t> out(131072);
+  EXPECT_FALSE(c.Lookup(Key(1, 131072), out.data(), 0, 131072));
+  EXPECT_LE(c.bytes(), 256u * 1024);
+}
+
+}  // namespace
+}  // namespace volstack::pool
