@@ -152,14 +152,20 @@ bool IsValidUnits(const std::string& units) {
 std::string FormatSize(uint64_t bytes, char units, bool suffix) {
   static const char kLower[] = "bkmgtpe";
   static const char kUpper[] = "BKMGTPE";
-  if (units == 'r' || units == 'R') units = units == 'r' ? 'h' : 'H';
+  // r/R: human units that mark a value rounded down with '<' (lvm2's default, units = "r");
+  // h/H: human units rounded to nearest; both keep their suffix under --nosuffix.
+  const bool marked = units == 'r' || units == 'R';
+  if (marked) units = units == 'r' ? 'h' : 'H';
+  const bool human = units == 'h' || units == 'H';
+  const bool zero_suffix = suffix;  // lvm2: "0 " in human units, "0" with --nosuffix
+  suffix |= human;
   if (units == 'b' || units == 'B') return std::to_string(bytes) + (suffix ? "B" : "");
   if (units == 's' || units == 'S') return std::to_string(bytes / 512) + (suffix ? "S" : "");
   const bool si = std::isupper(static_cast<unsigned char>(units));
   const double base = si ? 1000.0 : 1024.0;
   int power = 0;
-  if (units == 'h' || units == 'H') {
-    if (bytes == 0) return suffix ? "0 " : "0";
+  if (human) {
+    if (bytes == 0) return zero_suffix ? "0 " : "0";
     double v = static_cast<double>(bytes);
     while (power < 6 && v >= base) {
       v /= base;
@@ -168,13 +174,18 @@ std::string FormatSize(uint64_t bytes, char units, bool suffix) {
   } else {
     const char* p = std::strchr(si ? kUpper : kLower, units);
     power = p ? static_cast<int>(p - (si ? kUpper : kLower)) : 0;
+    if (bytes == 0) return std::string("0") + (suffix ? std::string(1, units) : "");
   }
   const double unit = std::pow(base, power);
   const double exact = static_cast<double>(bytes) / unit;
-  const double floored = std::floor(exact * 100.0 + 1e-9) / 100.0;
-  const bool inexact = std::fabs(floored - exact) * unit >= 0.5;
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%s%.2f", inexact && suffix ? "<" : "", floored);
+  if (marked) {
+    const double floored = std::floor(exact * 100.0 + 1e-9) / 100.0;
+    const bool inexact = std::fabs(floored - exact) * unit >= 0.5;
+    std::snprintf(buf, sizeof(buf), "%s%.2f", inexact ? "<" : "", floored);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2f", exact);
+  }
   std::string s = buf;
   if (suffix) s += (si ? kUpper : kLower)[power];
   return s;

@@ -52,9 +52,11 @@ void WarnScan(lvm::Lvm& lvm);
 // "Write from <argv>." for the metadata description.
 std::string Description(const std::string& verb, const std::vector<std::string>& args);
 
-// lvm2 sizes: `units` is one of hHbBsSkKmMgGtTpPeE ("h": human, powers of 1024, lower-case
-// suffix; upper-case letters: powers of 1000). A value that is not exact at two decimals is
-// shown rounded down with a "<" prefix, as lvm2 does.
+// lvm2 sizes: `units` is one of rRhHbBsSkKmMgGtTpPeE ("h": human, powers of 1024, lower-case
+// suffix; upper-case letters: powers of 1000). Values are rounded to two decimals, except in
+// "r"/"R" (lvm2's default report units), which round down and mark an inexact value with a
+// "<" prefix. Zero is "0 " in human units ("0" without suffix), "0<unit>" otherwise. Other
+// human-unit values keep their suffix even when `suffix` is false, as under lvm2's --nosuffix.
 std::string FormatSize(uint64_t bytes, char units = 'h', bool suffix = true);
 // pvdisplay/vgdisplay style: "64.00 MiB".
 std::string FormatSizeLong(uint64_t bytes);

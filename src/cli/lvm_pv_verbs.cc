@@ -1,4 +1,5 @@
-// pvcreate, pvremove, pvchange.
+// pvcreate, pvremove, pvchange (-x, --addtag/--deltag, -u: a new PV UUID in the label and the
+// VG metadata, see Lvm::ChangePvUuid).
 #include <algorithm>
 #include <cctype>
 #include <string_view>
@@ -90,6 +91,7 @@ struct PvchangeArgs {
   std::string allocatable;
   std::vector<std::string> addtags;
   std::vector<std::string> deltags;
+  bool uuid = false;
   bool all = false;
 };
 
@@ -133,6 +135,86 @@ bool ApplyPvChange(const PvchangeArgs& a, const std::string& name, lvm::Physical
   return changed;
 }
 
+// A PV pvchange could not change: lvm2's reason, then its "not changed" line, both on stderr.
+int NotChanged(const std::string& why, const std::string& name) {
+  Fail(why);
+  return Fail("Physical volume " + name + " not changed");
+}
+
+bool AnyLvActive(const Context& ctx, const lvm::VgHandle& h) {
+  return std::any_of(h.vg.lvs.begin(), h.vg.lvs.end(), [&](const lvm::LogicalVolume& lv) {
+    return IsActive(ctx, h.vg.name, lv.name);
+  });
+}
+
+// One PV of pvchange, as lvm2's _pvchange_single: 1 changed, 0 not changed, -1 skipped (not
+// counted: a device that is no PV, a PV of an exported VG). Sets *rc on failure.
+int PvchangeOne(const Context& ctx, const PvchangeArgs& a, const std::vector<std::string>& argv,
+                lvm::Lvm& session, const std::string& d, int* rc) {
+  const std::string name = NormalizeDeviceName(d);
+  lvm::Pv* pv = session.FindPv(name);
+  if (!pv) {
+    *rc = Fail("Failed to find physical volume \"" + d + "\".");
+    return 0;
+  }
+  lvm::VgHandle* h = session.VgOfPv(pv);
+  const bool tags = !a.addtags.empty() || !a.deltags.empty();
+  if (!h) {
+    // An orphan has no metadata to hold -x or tags; only its label can change (-u).
+    if (tags) {
+      *rc =
+          NotChanged("Can't change tag on Physical Volume " + name + " not in volume group", name);
+      return 0;
+    }
+    if (!a.allocatable.empty()) {
+      *rc = NotChanged("Allocatability not supported by orphan lvm2 format PV " + name, name);
+      return 0;
+    }
+    Status s = session.ChangePvUuid(pv, lvm::GenerateId(), nullptr, Description("pvchange", argv));
+    if (!s.ok()) {
+      *rc = NotChanged(s.message(), name);
+      return 0;
+    }
+    Say("Physical volume \"" + name + "\" changed");
+    return 1;
+  }
+  if (h->vg.HasStatus("EXPORTED")) {
+    *rc = Fail("Cannot use PV " + name + " in exported VG " + h->vg.name + ".");
+    return -1;
+  }
+  if (h->partial()) {
+    *rc = NotChanged("Cannot change VG " + h->vg.name + " while PVs are missing.", name);
+    return 0;
+  }
+  if (a.uuid && AnyLvActive(ctx, *h)) {
+    // The LVs' mappings (and a running pvmove's gate) know the PV by its UUID.
+    *rc = NotChanged("Volume group containing " + name + " has active logical volumes", name);
+    return 0;
+  }
+  lvm::VolumeGroup vg = h->vg;
+  const int index = vg.FindPvById(pv->uuid());
+  bool changed = ApplyPvChange(a, name, vg.pvs[index]);
+  std::string uuid;
+  if (a.uuid) {
+    uuid = lvm::GenerateId();
+    vg.pvs[index].id = uuid;
+    changed = true;
+  }
+  if (!changed) {
+    Say("Physical volume " + name + " not changed");
+    return 0;
+  }
+  const std::string description = Description("pvchange", argv);
+  Status s =
+      a.uuid ? session.ChangePvUuid(pv, uuid, &vg, description) : session.Commit(vg, description);
+  if (!s.ok()) {
+    *rc = NotChanged(s.message(), name);
+    return 0;
+  }
+  Say("Physical volume \"" + name + "\" changed");
+  return 1;
+}
+
 int Pvchange(const Context& ctx, const PvchangeArgs& a, const std::vector<std::string>& argv) {
   if (!a.allocatable.empty() && a.allocatable != "y" && a.allocatable != "n") {
     return Fail("Invalid argument for --allocatable: " + a.allocatable, kLvmInvalid);
@@ -146,14 +228,17 @@ int Pvchange(const Context& ctx, const PvchangeArgs& a, const std::vector<std::s
       }
     }
   }
-  if (a.allocatable.empty() && a.addtags.empty() && a.deltags.empty()) {
+  // lvm2's command-line matcher: some change, and PVs or -a (never both).
+  if ((a.allocatable.empty() && a.addtags.empty() && a.deltags.empty() && !a.uuid) ||
+      (a.devices.empty() && !a.all)) {
     return Fail(
         "No command with matching syntax recognised.  Run 'pvchange --help' for more "
         "information.",
         kLvmInvalid);
   }
-  if (a.devices.empty() && !a.all)
-    return Fail("Please give a physical volume path or -a.", kLvmInvalid);
+  if (a.all && !a.devices.empty()) {
+    return Fail("Command does not accept argument: " + a.devices.front() + ".", kLvmInvalid);
+  }
   auto session = OpenSession(ctx, false, a.devices);
   std::vector<std::string> targets = a.devices;
   if (a.all) {
@@ -161,35 +246,9 @@ int Pvchange(const Context& ctx, const PvchangeArgs& a, const std::vector<std::s
   }
   int changed = 0, unchanged = 0, rc = kLvmOk;
   for (const auto& d : targets) {
-    const std::string name = NormalizeDeviceName(d);
-    lvm::Pv* pv = session->FindPv(name);
-    lvm::VgHandle* h = pv ? session->VgOfPv(pv) : nullptr;
-    if (!pv || !h) {
-      // Orphan PVs have no metadata to hold the change (lvm2 says the same).
-      rc = Fail(pv ? "Unable to change physical volume " + name + " which is not in a VG (orphan)"
-                   : "Failed to find physical volume \"" + d + "\".");
-      unchanged++;
-      continue;
-    }
-    if (h->partial()) {
-      rc = Fail("Cannot change VG " + h->vg.name + " while PVs are missing.");
-      unchanged++;
-      continue;
-    }
-    lvm::VolumeGroup vg = h->vg;
-    if (!ApplyPvChange(a, name, vg.pvs[vg.FindPvById(pv->uuid())])) {
-      Say("Physical volume " + name + " not changed");
-      unchanged++;
-      continue;
-    }
-    Status s = session->Commit(vg, Description("pvchange", argv));
-    if (!s.ok()) {
-      rc = Fail(s);
-      unchanged++;
-      continue;
-    }
-    Say("Physical volume \"" + name + "\" changed");
-    changed++;
+    const int r = PvchangeOne(ctx, a, argv, *session, d, &rc);
+    if (r > 0) changed++;
+    if (r == 0) unchanged++;
   }
   Say(std::to_string(changed) + " physical volume" + (changed == 1 ? "" : "s") + " changed / " +
       std::to_string(unchanged) + " physical volume" + (unchanged == 1 ? "" : "s") +
@@ -219,22 +278,22 @@ void RegisterPvVerbs(CLI::App& app, Context& ctx) {
   pvremove->add_flag("-y,--yes")->description("Accepted for compatibility");
 
   auto pch = std::make_shared<PvchangeArgs>();
-  CLI::App* pvchange = AddVerb(app, ctx, "pvchange",
-                               "Change PV attributes (-x y|n, --addtag, --deltag)", [&ctx, pch] {
-                                 std::vector<std::string> argv;
-                                 if (!pch->allocatable.empty()) argv = {"-x", pch->allocatable};
-                                 for (const auto& t : pch->addtags)
-                                   argv.insert(argv.end(), {"--addtag", t});
-                                 for (const auto& t : pch->deltags)
-                                   argv.insert(argv.end(), {"--deltag", t});
-                                 if (pch->all) argv.push_back("-a");
-                                 argv.insert(argv.end(), pch->devices.begin(), pch->devices.end());
-                                 return Pvchange(ctx, *pch, argv);
-                               });
+  CLI::App* pvchange = AddVerb(
+      app, ctx, "pvchange", "Change PV attributes (-x y|n, -u, --addtag, --deltag)", [&ctx, pch] {
+        std::vector<std::string> argv;
+        if (!pch->allocatable.empty()) argv = {"-x", pch->allocatable};
+        if (pch->uuid) argv.push_back("-u");
+        for (const auto& t : pch->addtags) argv.insert(argv.end(), {"--addtag", t});
+        for (const auto& t : pch->deltags) argv.insert(argv.end(), {"--deltag", t});
+        if (pch->all) argv.push_back("-a");
+        argv.insert(argv.end(), pch->devices.begin(), pch->devices.end());
+        return Pvchange(ctx, *pch, argv);
+      });
   pvchange->add_option("-x,--allocatable", pch->allocatable, "y|n");
   pvchange->add_option("--addtag", pch->addtags, "Add a tag (repeatable)")->allow_extra_args(false);
   pvchange->add_option("--deltag", pch->deltags, "Remove a tag (repeatable)")
       ->allow_extra_args(false);
+  pvchange->add_flag("-u,--uuid", pch->uuid, "Give each PV a new random UUID");
   pvchange->add_flag("-a,--all", pch->all, "All PVs");
   pvchange->add_option("device", pch->devices, "PVs");
 }

@@ -400,17 +400,25 @@ void AddReportOptions(CLI::App* app, ReportOptions* o) {
   app->add_option("-O,--sort", o->sort, "Sort keys: field or -field (descending), comma list")
       ->allow_extra_args(false);
   app->add_option("-S,--select", o->select, "Report only rows matching the selection");
-  app->add_flag("--aligned")->description("Align columns (default)");
+  app->add_flag("--aligned", o->aligned, "Align columns also with --separator");
   app->add_flag("--readonly")->description("Read without locking (always the case)");
 }
 
 namespace {
 
-// lvm2's minimum column widths where they exceed the heading, as lvm2 2.03.16 prints them:
-// a short LV name still gets a 4-wide column. Percent columns keep room for "100.00".
+// lvm2's column widths (lib/report/columns.h, the output_width of each field; 0 for most):
+// a column is as wide as the largest of that width, its heading and its values, with or
+// without --noheadings, as lvm2 2.03.16 prints them (checked field by field in
+// tests/integration/lvm_verbs_test.sh).
 size_t MinimumWidth(const std::string& field) {
-  static const std::map<std::string, size_t> kWidths = {{"lv_name", 4}, {"lv_full_name", 4}};
-  if (field.ends_with("percent")) return 6;
+  static const std::map<std::string, size_t> kWidths = {
+      {"lv_uuid", 38},     {"lv_name", 4},
+      {"lv_full_name", 4}, {"lv_allocation_policy", 10},
+      {"data_percent", 6}, {"metadata_percent", 6},
+      {"pv_uuid", 38},     {"pv_name", 10},
+      {"pv_mda_size", 9},  {"pe_start", 7},
+      {"pv_missing", 10},  {"pv_pe_count", 3},
+      {"vg_uuid", 38},     {"vg_attr", 5}};
   const auto it = kWidths.find(field);
   return it == kWidths.end() ? 0 : it->second;
 }
@@ -508,41 +516,33 @@ int PrintReport(const Context& ctx, ReportKind kind, const ReportOptions& option
     return kLvmOk;
   }
   if (rows.empty()) return kLvmOk;  // lvm2 prints the headings with the first row
-  if (options.separator_set) {
-    auto join = [&](const std::vector<std::string>& v) {
-      std::string s = "  ";
-      for (size_t j = 0; j < v.size(); j++) s += (j ? options.separator : "") + v[j];
-      return s;
-    };
-    if (!options.noheadings) {
-      std::vector<std::string> h;
-      for (const Field* f : fields) h.push_back(f->heading);
-      std::printf("%s\n", join(h).c_str());
-    }
-    for (const auto& c : cells) std::printf("%s\n", join(c).c_str());
-    return kLvmOk;
-  }
   std::vector<size_t> width(fields.size());
   for (size_t j = 0; j < fields.size(); j++) {
-    if (!options.noheadings) width[j] = std::string(fields[j]->heading).size();
+    width[j] = std::max(std::string(fields[j]->heading).size(), MinimumWidth(fields[j]->name));
     for (const auto& c : cells) width[j] = std::max(width[j], c[j].size());
-    if (!options.noheadings) width[j] = std::max(width[j], MinimumWidth(fields[j]->name));
   }
   auto pad = [&](const std::string& s, size_t w, Align a) {
     std::string fill(w > s.size() ? w - s.size() : 0, ' ');
     return a == Align::kRight ? fill + s : s + fill;
   };
+  // Aligned: columns padded and joined by a space (or by the separator with --aligned);
+  // with a separator alone, values as they are. Headings are always left-aligned.
+  const bool aligned = !options.separator_set || options.aligned;
+  const std::string sep = options.separator_set ? options.separator : " ";
+  auto line = [&](const std::vector<std::string>& v, bool heading) {
+    std::string s = "  ";
+    for (size_t j = 0; j < v.size(); j++) {
+      if (j) s += sep;
+      s += aligned ? pad(v[j], width[j], heading ? Align::kLeft : fields[j]->align) : v[j];
+    }
+    std::printf("%s\n", s.c_str());
+  };
   if (!options.noheadings) {
-    std::string s = " ";
-    for (size_t j = 0; j < fields.size(); j++)
-      s += " " + pad(fields[j]->heading, width[j], Align::kLeft);
-    std::printf("%s\n", s.c_str());
+    std::vector<std::string> h;
+    for (const Field* f : fields) h.push_back(f->heading);
+    line(h, true);
   }
-  for (const auto& c : cells) {
-    std::string s = " ";
-    for (size_t j = 0; j < fields.size(); j++) s += " " + pad(c[j], width[j], fields[j]->align);
-    std::printf("%s\n", s.c_str());
-  }
+  for (const auto& c : cells) line(c, false);
   return kLvmOk;
 }
 

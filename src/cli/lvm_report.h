@@ -20,8 +20,9 @@ struct ReportOptions {
   bool noheadings = false;
   std::string separator;
   bool separator_set = false;
+  bool aligned = false;  // --aligned: pad columns also when a separator is given
   bool nosuffix = false;
-  std::string units = "h";
+  std::string units = "r";  // lvm2's default: human, '<' when rounded down
   std::string reportformat = "basic";
   bool all = false;               // lvs -a: hidden LVs too
   std::vector<std::string> sort;  // -O: "field", "-field" (descending); comma lists

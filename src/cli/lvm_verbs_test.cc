@@ -1,6 +1,6 @@
 // The lvm2-compatible verbs that change a VG without creating LVs: vgcfgbackup/vgcfgrestore,
-// vgrename, pvchange and vgreduce --removemissing, plus -S/-O of the reports. Each test runs
-// the real command code (cli::Main, in process) on sparse files as PVs in a private state
+// vgrename, pvchange (-x, tags, -u) and vgreduce --removemissing, plus -S/-O of the reports. Each
+// test runs the real command code (cli::Main, in process) on sparse files as PVs in a private state
 // dir, and checks what the commands print, their exit codes and what they leave on disk.
 // (The same verbs against real lvm2: tests/integration/lvm_verbs_test.sh.)
 #include <fcntl.h>
@@ -222,6 +222,82 @@ TEST_F(LvmVerbsTest, PvchangeAllocatableAndTags) {
   ASSERT_EQ(Run({"pvcreate", Pv("c")}).rc, 0);
   EXPECT_EQ(Run({"pvchange", "-x", "n", Pv("c")}).rc, 5);
   EXPECT_EQ(Field("vgs", "vg_seqno", "vg"), seq);
+}
+
+TEST_F(LvmVerbsTest, PvchangeUuidRewritesLabelAndMetadata) {
+  MakeVg();
+  const std::string old_a = Field("pvs", "pv_uuid", Pv("a"));
+  const std::string old_b = Field("pvs", "pv_uuid", Pv("b"));
+  const int seq = std::stoi(Field("vgs", "vg_seqno", "vg"));
+  const std::string ranges = Run({"lvs", "--noheadings", "-o", "seg_pe_ranges", "vg"}).out;
+  Out o = Run({"pvchange", "-u", Pv("a")});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_EQ(o.out,
+            "  Physical volume \"" + Pv("a") +
+                "\" changed\n  1 physical volume changed / 0 physical volumes not changed\n");
+  const std::string new_a = Field("pvs", "pv_uuid", Pv("a"));
+  EXPECT_NE(new_a, old_a);
+  EXPECT_EQ(new_a.size(), 38u);
+  EXPECT_EQ(Field("pvs", "pv_uuid", Pv("b")), old_b);
+  EXPECT_EQ(std::stoi(Field("vgs", "vg_seqno", "vg")), seq + 1);
+  EXPECT_EQ(Field("pvs", "vg_name", Pv("a")), "vg");
+  EXPECT_EQ(Field("vgs", "vg_missing_pv_count", "vg"), "0");
+  EXPECT_EQ(Run({"lvs", "--noheadings", "-o", "seg_pe_ranges", "vg"}).out, ranges);
+  EXPECT_EQ(Run({"vgck", "vg"}).rc, 0);
+  // The label itself carries the new ID (raw, without dashes) at pv_header offset 0.
+  std::string raw = new_a;
+  std::erase(raw, '-');
+  std::ifstream label(Pv("a"), std::ios::binary);
+  std::string head(1024, '\0');
+  label.read(head.data(), 1024);
+  EXPECT_EQ(head.substr(512 + 32, 32), raw);
+
+  // -u together with -x: one commit. Several PVs: one commit each.
+  o = Run({"pvchange", "-u", "-x", "n", Pv("a"), Pv("b")});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.out.find("2 physical volumes changed / 0 physical volumes not changed"),
+            std::string::npos);
+  EXPECT_EQ(std::stoi(Field("vgs", "vg_seqno", "vg")), seq + 3);
+  EXPECT_EQ(Field("pvs", "pv_attr", Pv("a")), "u--");
+  EXPECT_NE(Field("pvs", "pv_uuid", Pv("a")), new_a);
+  EXPECT_NE(Field("pvs", "pv_uuid", Pv("b")), old_b);
+
+  // An orphan: a new label, no VG. -x or tags on it: lvm2's refusals.
+  ASSERT_EQ(Run({"pvcreate", Pv("c")}).rc, 0);
+  const std::string old_c = Field("pvs", "pv_uuid", Pv("c"));
+  ASSERT_EQ(Run({"pvchange", "-u", Pv("c")}).rc, 0);
+  EXPECT_NE(Field("pvs", "pv_uuid", Pv("c")), old_c);
+  EXPECT_EQ(Field("pvs", "vg_name", Pv("c")), "");
+  o = Run({"pvchange", "-x", "n", "-u", Pv("c")});
+  EXPECT_EQ(o.rc, 5);
+  EXPECT_EQ(o.err, "  Allocatability not supported by orphan lvm2 format PV " + Pv("c") +
+                       "\n  Physical volume " + Pv("c") + " not changed\n");
+  EXPECT_EQ(o.out, "  0 physical volumes changed / 1 physical volume not changed\n");
+
+  // Refusals change nothing: bad arguments (3), active LVs (5).
+  const std::string now_a = Field("pvs", "pv_uuid", Pv("a"));
+  const std::string now_seq = Field("vgs", "vg_seqno", "vg");
+  EXPECT_EQ(Run({"pvchange", "-u"}).rc, 3);
+  o = Run({"pvchange", "-a", "-u", Pv("a")});
+  EXPECT_EQ(o.rc, 3);
+  EXPECT_EQ(o.err, "  Command does not accept argument: " + Pv("a") + ".\n");
+  ASSERT_EQ(Run({"vgchange", "-a", "y", "vg"}).rc, 0);
+  o = Run({"pvchange", "-u", Pv("a")});
+  EXPECT_EQ(o.rc, 5);
+  EXPECT_NE(o.err.find("Volume group containing " + Pv("a") + " has active logical volumes"),
+            std::string::npos)
+      << o.err;
+  EXPECT_EQ(Field("pvs", "pv_uuid", Pv("a")), now_a);
+  EXPECT_EQ(Field("vgs", "vg_seqno", "vg"), now_seq);
+  ASSERT_EQ(Run({"vgchange", "-a", "n", "vg"}).rc, 0);
+  // -a: every PV (a, b of vg; the orphan c).
+  o = Run({"pvchange", "-a", "-u"});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.out.find("3 physical volumes changed / 0 physical volumes not changed"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(Field("pvs", "pv_uuid", Pv("a")), now_a);
+  EXPECT_EQ(Run({"vgck", "vg"}).rc, 0);
 }
 
 TEST_F(LvmVerbsTest, VgreduceRemovemissingRefusesPartialLvsWithoutForce) {

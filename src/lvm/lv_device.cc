@@ -1,6 +1,7 @@
 #include "lvm/lv_device.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <optional>
 #include <set>
@@ -198,11 +199,45 @@ LvDevice::LvDevice(std::string name, const bdev::Geometry& geometry, std::vector
   m->entries = std::move(map);
   m->lower = std::move(lower);
   m->size = geometry.size_bytes;
+  m->BuildFast();
   map_.store(m.get());
   maps_.push_back(std::move(m));
 }
 
 LvDevice::~LvDevice() = default;
+
+namespace {
+bool PowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+uint32_t Log2(uint64_t v) { return static_cast<uint32_t>(std::countr_zero(v)); }
+}  // namespace
+
+void LvDevice::Map::BuildFast() {
+  std::vector<FastEntry> all;
+  for (const MapEntry& e : entries) {
+    const size_t n = e.areas.size();
+    if (e.mirror || n == 0 || n > kFastAreas || !PowerOfTwo(n)) return;
+    if (n > 1 && !PowerOfTwo(e.chunk)) return;
+    FastEntry f;
+    f.start = e.start;
+    f.end = e.start + e.length;
+    if (n > 1) {
+      f.chunk_mask = e.chunk - 1;
+      f.chunk_shift = Log2(e.chunk);
+      f.areas_shift = Log2(n);
+    }
+    for (size_t i = 0; i < n; i++) f.areas[i] = {e.areas[i].dev.get(), e.areas[i].offset};
+    all.push_back(f);
+  }
+  if (all.empty()) return;
+  n_fast = static_cast<uint32_t>(all.size());
+  if (all.size() == 1) {
+    first = all[0];
+    fast = &first;
+  } else {
+    more = std::move(all);
+    fast = more.data();
+  }
+}
 
 // Holds a map for the duration of one request (see the theory in the header).
 class LvDevice::Pin {
@@ -210,6 +245,9 @@ class LvDevice::Pin {
   explicit Pin(const std::atomic<const Map*>& current) {
     for (;;) {
       map_ = current.load();
+      // The fast entry of a one-segment map is the line after the counter: ask for both at
+      // once rather than one after the other.
+      __builtin_prefetch(&map_->first);
       map_->inflight.fetch_add(1);
       if (current.load() == map_) return;
       Release();
@@ -220,7 +258,9 @@ class LvDevice::Pin {
 
  private:
   void Release() {
-    if (map_->inflight.fetch_sub(1) == 1) map_->inflight.notify_all();
+    // seq_cst on both sides (Dekker): either Remap sees inflight at 0, or this sees draining.
+    if (map_->inflight.fetch_sub(1) == 1 && map_->draining.load()) [[unlikely]]
+      map_->inflight.notify_all();
   }
   const Map* map_;
 };
@@ -252,6 +292,7 @@ Status LvDevice::Remap(const VolumeGroup& vg, const std::vector<bdev::BlockDevic
   m->entries = std::move(entries);
   m->lower = std::move(b.lower);
   m->size = g.size_bytes;
+  m->BuildFast();
   const Map* old = map_.load();
   // A request checks its range against size() before it pins a map: shrink the size before
   // publishing the smaller map, grow it after publishing the larger one.
@@ -260,6 +301,7 @@ Status LvDevice::Remap(const VolumeGroup& vg, const std::vector<bdev::BlockDevic
   if (m->size >= old->size) SetSize(m->size);
   maps_.push_back(std::move(m));
   generation_++;
+  old->draining.store(true);
   for (int64_t v = old->inflight.load(); v != 0; v = old->inflight.load()) old->inflight.wait(v);
   return Status::Ok();
 }
@@ -310,8 +352,49 @@ Status Missing(const std::string& name) {
 }
 }  // namespace
 
+template <typename Fn>
+Status LvDevice::ForEachFastPiece(const Map& map, uint64_t offset, uint64_t length, Fn&& fn) {
+  if (offset + length > map.size) [[unlikely]] {
+    return Status::FromErrno(ENOSPC, name() + ": request beyond the end (the LV was reduced)");
+  }
+  const FastEntry* e = map.fast;
+  if (map.n_fast > 1) {
+    e = std::upper_bound(e, e + map.n_fast, offset,
+                         [](uint64_t off, const FastEntry& f) { return off < f.start; }) -
+        1;
+  }
+  uint64_t done = 0;
+  for (;;) {
+    const uint64_t pos = offset + done;
+    const uint64_t r = pos - e->start;
+    uint64_t piece = std::min(length - done, e->end - pos);
+    const FastArea* a = &e->areas[0];
+    uint64_t at = a->offset + r;
+    if (e->chunk_mask != 0) {
+      const uint64_t k = r >> e->chunk_shift;
+      const uint64_t in_chunk = r & e->chunk_mask;
+      piece = std::min(piece, e->chunk_mask + 1 - in_chunk);
+      a = &e->areas[k & ((1u << e->areas_shift) - 1)];
+      at = a->offset + ((k >> e->areas_shift) << e->chunk_shift) + in_chunk;
+    }
+    if (!a->dev) [[unlikely]]
+      return Missing(name());
+    VS_RETURN_IF_ERROR(fn(a->dev, at, done, piece));
+    done += piece;
+    if (done == length) return Status::Ok();
+    if (pos + piece == e->end) ++e;
+  }
+}
+
 Status LvDevice::DoRead(uint64_t offset, std::span<uint8_t> buf) {
   Pin pin(map_);
+  const Map& map = pin.map();
+  if (map.fast) [[likely]] {
+    return ForEachFastPiece(map, offset, buf.size(),
+                            [&](bdev::BlockDevice* d, uint64_t at, uint64_t done, uint64_t len) {
+                              return d->Read(at, buf.subspan(done, len));
+                            });
+  }
   return ForEachPiece(pin.map(), offset, buf.size(), false,
                       [&](const Target& t, uint64_t toff, uint64_t done, uint64_t len) {
                         if (!t.dev) return Missing(name());
@@ -321,6 +404,13 @@ Status LvDevice::DoRead(uint64_t offset, std::span<uint8_t> buf) {
 
 Status LvDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, bdev::WriteOptions opts) {
   Pin pin(map_);
+  const Map& map = pin.map();
+  if (map.fast) [[likely]] {  // no mirror: no gate
+    return ForEachFastPiece(map, offset, buf.size(),
+                            [&](bdev::BlockDevice* d, uint64_t at, uint64_t done, uint64_t len) {
+                              return d->Write(at, buf.subspan(done, len), opts);
+                            });
+  }
   return ForEachPiece(pin.map(), offset, buf.size(), true,
                       [&](const Target& t, uint64_t toff, uint64_t done, uint64_t len) {
                         if (!t.dev) return Missing(name());

@@ -20,6 +20,12 @@
 //       the MirrorGate so a concurrent copy of that region cannot undo it;
 //     pending (later incomplete segments): every request goes to leg 0.
 //
+// Fast path. Reads and writes of a map with no mirror entry and at most two stripes per
+// segment (every linear or 2-striped LV not under pvmove) go through a compact copy of the
+// map, one cache line per segment (FastEntry), with shifts for the stripe arithmetic; a
+// request then touches the LvDevice, its map and that line before the PV. Reads never take
+// the MirrorGate: only writes (and discards, zeroing) to a running mirror segment do.
+//
 // Live remapping. The mapping is an immutable Map object; Remap() builds a new one from new
 // metadata and publishes it with one atomic pointer store. A request pins the map it
 // started on (an in-flight counter on that map) and finishes on it, so no request ever sees
@@ -110,11 +116,38 @@ class LvDevice final : public bdev::BlockDevice {
                                                                 uint64_t length) override;
 
  private:
-  struct Map {
+  // The read/write fast path's copy of one map entry, in one cache line: a linear or striped
+  // entry with at most kFastAreas areas (raw pointers; the Map's `entries` own the devices).
+  // A request through an LV pays for the cache lines it touches more than for its
+  // instructions (the 4 KiB copy below evicts them), so the path is LvDevice -> Map -> this
+  // line -> the PV device, and nothing else.
+  static constexpr size_t kFastAreas = 2;
+  struct FastArea {
+    bdev::BlockDevice* dev;  // nullptr: a missing PV
+    uint64_t offset;
+  };
+  struct alignas(64) FastEntry {
+    uint64_t start = 0, end = 0;
+    uint64_t chunk_mask = 0;  // striped: chunk - 1 (a power of two); 0 for one area
+    uint32_t chunk_shift = 0;
+    uint32_t areas_shift = 0;  // striped: log2 of the area count (1 or 2 areas)
+    FastArea areas[kFastAreas] = {};
+  };
+  struct alignas(64) Map {
+    mutable std::atomic<int64_t> inflight{0};
+    // Set by Remap before it waits for inflight to drain: only then does the last request
+    // pay for a notify (libstdc++'s notify touches a process-wide waiter table).
+    mutable std::atomic<bool> draining{false};
+    uint64_t size = 0;
+    const FastEntry* fast = nullptr;  // n_fast entries, or nullptr: mirror legs or wide
+    uint32_t n_fast = 0;              // stripes send every request the general way
+    FastEntry first;                  // fast[0] of a one-segment LV (the line after this one)
+    std::vector<FastEntry> more;      // fast[] of a LV with several segments
     std::vector<MapEntry> entries;
     std::vector<bdev::BlockDevicePtr> lower;  // unique devices, for Flush
-    uint64_t size = 0;
-    mutable std::atomic<int64_t> inflight{0};
+
+    // Fills first/more and fast from entries when every entry qualifies.
+    void BuildFast();
   };
   class Pin;
 
@@ -122,6 +155,9 @@ class LvDevice final : public bdev::BlockDevice {
   // length) on `map`; for a running mirror with all_legs, once per leg inside the gate.
   template <typename Fn>
   Status ForEachPiece(const Map& map, uint64_t offset, uint64_t length, bool all_legs, Fn&& fn);
+  // The same on map.fast (no mirror, no gate): fn(device, device_offset, done, piece_len).
+  template <typename Fn>
+  Status ForEachFastPiece(const Map& map, uint64_t offset, uint64_t length, Fn&& fn);
 
   std::atomic<const Map*> map_;
   std::mutex remap_mu_;                     // serializes Remap

@@ -249,6 +249,48 @@ Status Lvm::Commit(VolumeGroup vg, const std::string& description,
   return Status::Ok();
 }
 
+Status Lvm::ChangePvUuid(Pv* pv, const std::string& raw_uuid, const VolumeGroup* vg,
+                         const std::string& description) {
+  if (read_only_) return Status::ReadOnly("LVM session is read-only");
+  if (!IsValidRawId(raw_uuid)) return Status::InvalidArgument("invalid PV UUID " + raw_uuid);
+  for (const auto& other : pvs_) {
+    if (other.get() != pv && other->uuid() == raw_uuid) {
+      return Status::Exists("UUID " + FormatId(raw_uuid) + " already in use on " + other->name());
+    }
+  }
+  VgHandle* h = VgOfPv(pv);
+  if (!h) {
+    if (vg) return Status::InvalidArgument(pv->name() + " is an orphan PV");
+    VS_RETURN_IF_ERROR(pv->SetUuid(raw_uuid));
+    Assemble();
+    return Status::Ok();
+  }
+  if (h->partial()) {
+    return Status::NotFound("Cannot change VG " + h->vg.name + " while PVs are missing.");
+  }
+  const int index = h->vg.FindPvById(pv->uuid());
+  if (!vg || vg->id != h->vg.id || index < 0 || vg->pvs.size() != h->vg.pvs.size() ||
+      vg->pvs[index].id != raw_uuid) {
+    return Status::InvalidArgument("VG metadata for " + pv->name() + " must carry its new UUID");
+  }
+  const std::string old = pv->uuid();
+  VS_RETURN_IF_ERROR(pv->SetUuid(raw_uuid));
+  Status s = Commit(*vg, description);
+  if (s.ok()) return s;
+  // Put the old label back unless some mda already committed the new metadata (then the new
+  // UUID is the one the VG knows).
+  Status reload = Reload();
+  if (reload.ok() && VgOfPv(pv) == nullptr) {
+    Status undo = pv->SetUuid(old);
+    if (!undo.ok()) {
+      return Status::FromErrno(s.code(), s.message() + "; restoring the old label of " +
+                                             pv->name() + " failed too: " + undo.message());
+    }
+    Assemble();
+  }
+  return s;
+}
+
 Status Lvm::Reload() {
   for (auto& pv : pvs_) VS_RETURN_IF_ERROR(pv->Reload());
   Assemble();

@@ -91,6 +91,19 @@ class Lvm {
   // they become orphans after the commit. On success the scan state is updated.
   Status Commit(VolumeGroup vg, const std::string& description,
                 const std::vector<Pv*>& released = {});
+  // pvchange -u: gives `pv` the new UUID `raw_uuid` (32 raw characters) as lvm2 does. An
+  // orphan (vg unset) gets a new label only. A PV of a VG gets the new label, then `vg` is
+  // committed: a modified copy of the VG's metadata in which that PV's id already is
+  // `raw_uuid` (seqno + 1, every mda of every PV). If the commit fails before any mda took
+  // the new metadata, the old label is written back. EEXIST if another scanned PV has that
+  // UUID; ENOENT for a VG with missing PVs.
+  //
+  // Crash window (the same as lvm2's, whose pvchange also writes the label before
+  // vg_write/vg_commit): between the label write and the last slot-0 commit, the PV's label
+  // and its VG's committed metadata disagree and the PV reads as missing until the label
+  // carries the UUID the metadata names (lvm2: pvcreate --uuid OLD --restorefile BACKUP).
+  Status ChangePvUuid(Pv* pv, const std::string& raw_uuid, const VolumeGroup* vg,
+                      const std::string& description);
   // Removes the VG: every PV becomes an orphan.
   Status RemoveVg(VgHandle* handle);
 

@@ -132,6 +132,16 @@ Status Pv::SetInUse(bool in_use) {
   return WriteLabel();
 }
 
+Status Pv::SetUuid(const std::string& raw_uuid) {
+  if (!IsValidRawId(raw_uuid)) return Status::InvalidArgument("invalid PV UUID " + raw_uuid);
+  const std::string old = label_.pv_uuid;
+  label_.pv_uuid = raw_uuid;
+  Status s = WriteLabel();
+  if (s.ok()) s = dev_->Flush();
+  if (!s.ok()) label_.pv_uuid = old;
+  return s;
+}
+
 Status Pv::MakeOrphan() {
   for (auto& m : mdas_) VS_RETURN_IF_ERROR(m.Initialize());
   copies_.assign(mdas_.size(), MdaCopy{});

@@ -59,6 +59,10 @@ class Pv {
   Status Reload() { return LoadMdas(); }
   // Rewrites the label with PV_EXT_USED set or cleared.
   Status SetInUse(bool in_use);
+  // Rewrites the label with a new PV UUID (32 raw characters) and flushes (pvchange -u; the
+  // VG metadata naming the PV is the caller's, see Lvm::ChangePvUuid). On a failed write the
+  // in-memory label keeps the old UUID.
+  Status SetUuid(const std::string& raw_uuid);
   // Empties every mda (slot 0 cleared) and clears PV_EXT_USED: the PV becomes an orphan.
   Status MakeOrphan();
   // Zeroes the label sector (pvremove).

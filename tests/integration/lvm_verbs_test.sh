@@ -9,6 +9,11 @@
 #      order as lvm2's for the same VG.
 #   4. vgreduce --removemissing: with a PV gone (its label wiped) both refuse while an LV
 #      uses it; volstack's --force removes that LV and the PV, and lvm2 agrees with the result.
+#   5. pvchange -u: a new PV UUID in the label and the VG metadata (seqno + 1), seen by lvm2's
+#      pvs and accepted by its vgck; an orphan's; -a; refusals (active LVs, an exported VG,
+#      bad arguments) change nothing; volstack reads lvm2's own pvchange -u.
+#   6. Column widths: the default pvs/vgs/lvs and common -o columns, with short and long
+#      names, with and without --noheadings, --units, --separator, --aligned: byte for byte.
 source "$(dirname "$0")/lib.sh"
 need_root
 need_cmd lvm losetup dd
@@ -19,7 +24,9 @@ new_loop a 64M; A=$LOOP
 new_loop b 64M; B=$LOOP
 new_loop c 64M; C=$LOOP
 new_loop d 64M; D=$LOOP
-lvm2_config_for $A $B $C $D
+new_loop e 64M; E=$LOOP
+new_loop f 64M; F=$LOOP
+lvm2_config_for $A $B $C $D $E $F
 lvm2() { lvm "$@" "${LC[@]}" 2>"$T/lvm2.err"; }
 
 RPT=(--noheadings --separator : --units b --nosuffix)
@@ -107,4 +114,95 @@ lvm2 vgck vgm || fail "lvm2 vgck after --removemissing: $(cat "$T/lvm2.err")"
 [ "$(lvm2_field vgs pv_count vgm)" = 1 ] || fail "lvm2 still counts the missing PV"
 [ "$(lvm2 lvs --noheadings -o lv_name vgm | tr -d ' ')" = onc ] || fail "lvm2 sees the wrong LVs"
 same lvs "${RPT[@]}" -o "$LV_FIELDS" vgm
+
+echo "== 5. pvchange -u"
+old=$(lvm2_field pvs pv_uuid "$B")
+seq=$(lvm2_field vgs vg_seqno vga)
+out=$(vs pvchange -u "$B") || fail "volstack pvchange -u"
+[ "$out" = "  Physical volume \"$B\" changed
+  1 physical volume changed / 0 physical volumes not changed" ] || fail "pvchange -u said: $out"
+new=$(lvm2_field pvs pv_uuid "$B")
+[ -n "$new" ] && [ "$new" != "$old" ] || fail "lvm2 sees the old UUID $old"
+[ "$(field pvs pv_uuid "$B")" = "$new" ] || fail "volstack and lvm2 disagree on the new UUID"
+[ "$(lvm2_field vgs vg_seqno vga)" = $((seq + 1)) ] || fail "pvchange -u: seqno not raised by one"
+lvm2 vgck vga || fail "lvm2 vgck after pvchange -u: $(cat "$T/lvm2.err")"
+grep -q "$old" "$T/lvm2.err" && fail "lvm2 still mentions the old UUID: $(cat "$T/lvm2.err")"
+lvm2 pvs -o pv_name,pv_uuid,vg_name "$A" "$B" >/dev/null
+grep -qi "inconsistent\|missing\|couldn't find" "$T/lvm2.err" && fail "lvm2: $(cat "$T/lvm2.err")"
+same pvs "${RPT[@]}" -o pv_name,pv_uuid,vg_name,pv_pe_alloc_count
+same lvs "${RPT[@]}" -o "$LV_FIELDS" vga
+# lvm2's own pvchange -u, read by volstack.
+lvm2 pvchange -q -u "$A" >/dev/null || fail "lvm2 pvchange -u: $(cat "$T/lvm2.err")"
+same pvs "${RPT[@]}" -o pv_name,pv_uuid,vg_name
+# An orphan: only its label changes; lvm2 still sees an orphan PV.
+vs pvcreate "$E" >/dev/null
+old=$(lvm2_field pvs pv_uuid "$E")
+vs pvchange -u "$E" >/dev/null || fail "pvchange -u on an orphan"
+[ "$(lvm2_field pvs pv_uuid "$E")" != "$old" ] || fail "the orphan kept its UUID"
+[ -z "$(lvm2_field pvs vg_name "$E")" ] || fail "the orphan joined a VG"
+same pvs "${RPT[@]}" -o pv_name,pv_uuid,vg_name,pv_attr
+# -a: every PV, one commit each.
+seq=$(lvm2_field vgs vg_seqno vga)
+out=$(vs pvchange -a -u | tail -1)
+[ "$out" = "  4 physical volumes changed / 0 physical volumes not changed" ] || fail "pvchange -a -u: $out"
+[ "$(lvm2_field vgs vg_seqno vga)" = $((seq + 2)) ] || fail "pvchange -a -u: vga's seqno"
+lvm2 vgck vga || fail "lvm2 vgck after pvchange -a -u: $(cat "$T/lvm2.err")"
+lvm2 vgck vgm || fail "lvm2 vgck vgm after pvchange -a -u: $(cat "$T/lvm2.err")"
+same pvs "${RPT[@]}" -o pv_name,pv_uuid,vg_name
+# Refusals, with lvm2's exit codes; nothing changes.
+uuids=$(lvm2 pvs --noheadings -o pv_uuid)
+rc=0; vs pvchange -u >/dev/null 2>&1 || rc=$?
+[ "$rc" = 3 ] || fail "pvchange -u without a PV exited $rc"
+rc=0; vs pvchange -a -u "$A" >/dev/null 2>&1 || rc=$?
+[ "$rc" = 3 ] || fail "pvchange -a -u PV exited $rc"
+vs vgchange -a y vga >/dev/null
+rc=0; vs pvchange -u "$A" >/dev/null 2>"$T/vs.err" || rc=$?
+[ "$rc" = 5 ] || fail "pvchange -u with an active LV exited $rc"
+grep -q "Volume group containing $A has active logical volumes" "$T/vs.err" || fail "$(cat "$T/vs.err")"
+vs vgchange -a n vga >/dev/null
+lvm2 vgexport -q vgm >/dev/null || fail "lvm2 vgexport: $(cat "$T/lvm2.err")"
+rc=0; vs pvchange -u "$C" >/dev/null 2>"$T/vs.err" || rc=$?
+[ "$rc" = 5 ] || fail "pvchange -u in an exported VG exited $rc"
+grep -q "Cannot use PV $C in exported VG vgm." "$T/vs.err" || fail "$(cat "$T/vs.err")"
+lvm2 vgimport -q vgm >/dev/null || fail "lvm2 vgimport: $(cat "$T/lvm2.err")"
+[ "$(lvm2 pvs --noheadings -o pv_uuid)" = "$uuids" ] || fail "a refused pvchange -u changed a UUID"
+
+echo "== 6. column widths"
+# Short names (one letter: narrower than the headings and lvm2's minimum widths) and long
+# ones, tags, two segments. lvm2 cannot tell without device-mapper whether an LV is active
+# and prints X in lv_attr's state columns; an inactive LV reads "-" there, as volstack says.
+vs vgcreate -s 2m v "$F" >/dev/null
+vs lvcreate -an -L 4m -n a v >/dev/null
+vs lvcreate -an -L 6m -n a_logical_volume_name_longer_than_the_headings v >/dev/null
+vs lvextend -L +2m v/a >/dev/null
+lvm2 lvchange -q --addtag t v/a >/dev/null
+lvm2 vgchange -q --addtag a_long_vg_tag v >/dev/null
+lvm2 pvchange -q --addtag p "$F" >/dev/null
+attr() { sed -E 's/(-wi-)XX(----)/\1--\2/'; }
+wide() {  # wide VERB ARGS...: same, lv_attr's activation state normalised as said above
+  lvm2 "$@" | attr >"$T/lvm2.out" || fail "lvm2 $*: $(cat "$T/lvm2.err")"
+  vs "$@" >"$T/vs.out" || fail "volstack $*"
+  diff -u "$T/lvm2.out" "$T/vs.out" || fail "lvm2 and volstack differ: $*"
+  [ -s "$T/vs.out" ] || fail "$*: empty output"
+}
+PV_O=pv_name,vg_name,pv_attr,pv_size,pv_free,pv_used,pv_uuid,pe_start,dev_size,pv_tags,pv_pe_count,pv_pe_alloc_count,pv_mda_size,pv_mda_count
+VG_O=vg_name,pv_count,lv_count,snap_count,vg_attr,vg_size,vg_free,vg_uuid,vg_tags,vg_extent_size,vg_extent_count,vg_free_count,vg_seqno
+LV_O=lv_name,vg_name,lv_attr,lv_size,lv_uuid,lv_tags,seg_count,segtype,stripes,stripe_size,seg_start_pe,seg_size,seg_pe_ranges,devices
+n=0
+for opts in "" "--noheadings" "--units b" "--units k --nosuffix" "--units g" "--units h --nosuffix" \
+    "--units H" "--separator :" "--separator : --aligned" "--noheadings --separator , --units s" \
+    "--units m --aligned"; do
+  read -r -a o <<<"$opts"
+  wide pvs "${o[@]}"
+  wide vgs "${o[@]}"
+  wide lvs "${o[@]}"
+  wide pvs "${o[@]}" -o "$PV_O"
+  wide vgs "${o[@]}" -o "$VG_O"
+  wide lvs "${o[@]}" -o "$LV_O"
+  wide lvs "${o[@]}" -o lv_name,lv_full_name,vg_name v
+  wide pvs "${o[@]}" -o pv_name "$F"
+  wide vgs "${o[@]}" -o vg_name,vg_attr v
+  n=$((n + 9))
+done
+echo "  $n outputs identical"
 echo "PASS"
