@@ -3,8 +3,13 @@
 // engine is lvm/pvmove.h; this file resolves names, prints progress as lvm2 does
 // ("  /dev/x: Moved: 42.00%", every -i seconds; a live line with rate and time left on a
 // terminal) and, in the daemon, runs the move as a job the client follows (lvm_pvmove.h).
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -12,10 +17,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "cli/lvm_common.h"
 #include "cli/lvm_pvmove.h"
 #include "lvm/pvmove.h"
+#include "lvm/pvmove_lock.h"
 #include "stack/control_socket.h"
 
 namespace volstack::cli {
@@ -106,6 +113,7 @@ class ProgressPrinter {
 
 // Moves run by the daemon, one per VG.
 struct MoveJob {
+  std::atomic<bool> stop{false};  // asked to stop, possibly before RunMove started
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;           // GUARDED_BY(mu)
@@ -128,44 +136,143 @@ Result<std::shared_ptr<MoveJob>> EnsureJob(stack::Daemon& daemon, const Context&
   auto job = std::make_shared<MoveJob>();
   Context job_ctx;
   job_ctx.global = ctx.global;
+  stack::Daemon* d = &daemon;
   VS_RETURN_IF_ERROR(daemon.StartJob(
-      [job, job_ctx, vg] {
-        auto session = lvmcli::OpenSession(job_ctx, false);
-        lvm::MoveOptions o;
-        o.progress = [job](const lvm::MoveProgress& p) {
-          std::lock_guard l(job->mu);
-          job->progress = p;
-          job->have_progress = true;
-        };
-        Status s = lvm::RunMove(*session, vg, o);
+      [job, job_ctx, vg, d] {
+        // The session's scan reads LVM metadata and the daemon's pool list, and its end
+        // releases devices: all under the daemon's serialization, as the move's commits are.
+        std::unique_ptr<lvm::Lvm> session;
+        std::unique_ptr<lvm::MoverLock> lock;
+        Status s;
+        auto taken = lvm::MoverLock::Take(job_ctx.global.state_dir, vg);
+        if (!taken.ok()) {
+          s = taken.status();
+        } else {
+          lock = std::move(*taken);
+          d->Serialized([&] {
+             session = lvmcli::OpenSession(job_ctx, false);
+             return Status::Ok();
+           }).IgnoreError();
+          lvm::MoveOptions o;
+          o.progress = [job](const lvm::MoveProgress& p) {
+            if (job->stop) lvm::StopMove(p.vg);
+            std::lock_guard l(job->mu);
+            job->progress = p;
+            job->have_progress = true;
+          };
+          o.serialize = [d](const std::function<Status()>& step) { return d->Serialized(step); };
+          s = job->stop ? Status::FromErrno(ECANCELED, "pvmove stopped")
+                        : lvm::RunMove(*session, vg, o);
+          d->Serialized([&] {
+             session.reset();
+             return Status::Ok();
+           }).IgnoreError();
+        }
         if (!s.ok()) {
           std::fprintf(stderr, "volstack: pvmove of VG %s: %s\n", vg.c_str(), s.ToString().c_str());
         }
+        lock.reset();
         std::lock_guard l(job->mu);
         job->done = true;
         job->status = s;
         job->cv.notify_all();
       },
-      [vg] { lvm::StopMove(vg); }));
+      [job, vg] {
+        job->stop = true;
+        lvm::StopMove(vg);
+      }));
   g_jobs[vg] = job;
   return job;
 }
 
-// Runs (offline) or follows (daemon) the move in progress in `vg` to its end.
-int RunOrFollow(const Context& ctx, lvm::Lvm& session, const std::string& vg, const PvmoveArgs& a) {
+// Inside the daemon: stops the move job of `vg`, if one runs, and waits for it, letting
+// jobs and other requests run meanwhile (the job may need the serialization to stop).
+void StopDaemonJob(const std::string& vg) {
+  std::shared_ptr<MoveJob> job;
+  {
+    std::lock_guard lock(g_jobs_mu);
+    if (auto it = g_jobs.find(vg); it != g_jobs.end()) job = it->second;
+  }
+  if (!job) return;
+  job->stop = true;
+  stack::Daemon::ReleaseSerialization();
+  for (;;) {
+    lvm::StopMove(vg);  // again: the job may have reached RunMove since
+    std::unique_lock l(job->mu);
+    if (job->cv.wait_for(l, std::chrono::milliseconds(50), [&] { return job->done; })) break;
+  }
+  stack::Daemon::ReacquireSerialization();
+}
+
+// SIGTERM/SIGINT while a move runs in this process without a daemon: stop at the next
+// region, resumable (how `pvmove --abort` in another process stops this one).
+std::atomic<bool> g_stop_signal{false};
+void OnStopSignal(int) { g_stop_signal = true; }
+
+// A move to run in a background process once this one has let go of its devices (-b
+// without a daemon): the source PV to name, and the VG's mover lock, handed to the child.
+struct Background {
+  std::string source;
+  std::string vg;
+  std::unique_ptr<lvm::MoverLock> lock;
+};
+
+// The mover lock of `vg` for a move run in this process: a background child adopts the one
+// its parent handed down (the environment names it); anyone else takes it, which fails
+// (EBUSY) while another process moves the VG.
+Result<std::unique_ptr<lvm::MoverLock>> TakeMoverLock(const Context& ctx, const std::string& vg) {
+  const char* fd = std::getenv("VOLSTACK_PVMOVE_LOCK_FD");
+  const char* lock_vg = std::getenv("VOLSTACK_PVMOVE_LOCK_VG");
+  if (fd != nullptr && lock_vg != nullptr && vg == lock_vg) {
+    const int n = std::atoi(fd);
+    ::unsetenv("VOLSTACK_PVMOVE_LOCK_FD");
+    ::unsetenv("VOLSTACK_PVMOVE_LOCK_VG");
+    return lvm::MoverLock::Adopt(ctx.global.state_dir, vg, n);
+  }
+  return lvm::MoverLock::Take(ctx.global.state_dir, vg);
+}
+
+// Runs (offline) or follows (daemon) the move in progress in `vg` to its end. With -b and
+// no daemon, only takes the VG's mover lock and queues the move for a background process.
+int RunOrFollow(const Context& ctx, lvm::Lvm& session, const std::string& vg, const PvmoveArgs& a,
+                std::vector<Background>* background) {
   auto* daemon = stack::Daemon::Current();
   if (daemon == nullptr) {
+    auto lock = TakeMoverLock(ctx, vg);
+    if (!lock.ok()) return Fail(lock.status());
+    if (a.background) {
+      const lvm::VgHandle* h = session.FindVg(vg);
+      const lvm::LogicalVolume* pm = h ? lvm::FindPvmoveLv(h->vg) : nullptr;
+      if (pm == nullptr) return kLvmOk;
+      const auto& leg = pm->segments.front().areas.front();
+      if (!leg.is_pv() || !h->pvs[leg.pv]) return Fail("Cannot find the source PV of " + pm->name);
+      background->push_back({h->pvs[leg.pv]->name(), vg, std::move(*lock)});
+      return kLvmOk;
+    }
     std::fflush(stdout);
     ProgressPrinter printer(1, a.interval);
     lvm::MoveOptions o;
     // Tests stop a move part way, as a crash would, to see the in-progress metadata.
     const char* stop_env = std::getenv("VOLSTACK_PVMOVE_STOP_AFTER_BYTES");
     const uint64_t stop_after = stop_env ? std::strtoull(stop_env, nullptr, 10) : 0;
+    // And slow it down, to catch it running (a background move, an abort from elsewhere).
+    const char* delay_env = std::getenv("VOLSTACK_PVMOVE_REGION_DELAY_MS");
+    const int delay_ms = delay_env ? std::atoi(delay_env) : 0;
     o.progress = [&](const lvm::MoveProgress& p) {
       printer.Update(p);
+      if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
       if (stop_after && p.done_bytes >= stop_after && !p.finished) lvm::StopMove(vg);
+      if (g_stop_signal) lvm::StopMove(vg);
     };
+    struct sigaction sa {
+    }, old_term{}, old_int{};
+    sa.sa_handler = OnStopSignal;
+    g_stop_signal = false;
+    ::sigaction(SIGTERM, &sa, &old_term);
+    ::sigaction(SIGINT, &sa, &old_int);
     Status s = lvm::RunMove(session, vg, o);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+    ::sigaction(SIGINT, &old_int, nullptr);
     if (!s.ok()) {
       printer.Interrupted();
       return Fail(s.ToString() + " (run pvmove again to resume it, or pvmove --abort)");
@@ -181,6 +288,7 @@ int RunOrFollow(const Context& ctx, lvm::Lvm& session, const std::string& vg, co
   const int out = ::dup(1);
   const int err = ::dup(2);
   stack::ControlServer::ReleaseCurrentRequest();
+  stack::Daemon::ReleaseSerialization();
   ProgressPrinter printer(out, a.interval);
   Status result;
   lvm::MoveProgress last;
@@ -209,7 +317,89 @@ int RunOrFollow(const Context& ctx, lvm::Lvm& session, const std::string& vg, co
   ::close(out);
   ::close(err);
   stack::ControlServer::ReacquireCurrentRequest();
+  stack::Daemon::ReacquireSerialization();
   return rc;
+}
+
+// Reverts the move in `vg`: a mover of it in this daemon or in another process is stopped
+// first (it stays resumable until the abort commits), then the abort runs holding the VG's
+// mover lock, so no mover copies into extents the abort frees.
+Status AbortVgMove(const Context& ctx, lvm::Lvm& session, const std::string& vg) {
+  if (stack::Daemon::Current() != nullptr) StopDaemonJob(vg);
+  VS_ASSIGN_OR_RETURN(auto lock, lvm::MoverLock::TakeFromMover(ctx.global.state_dir, vg, 60000));
+  return lvm::AbortMove(session, vg);
+}
+
+// Writes `v` in decimal to fd (async-signal-safe: used between fork and exec).
+void WritePidText(int fd, pid_t v) {
+  char b[24];
+  int i = sizeof b;
+  b[--i] = '\n';
+  do {
+    b[--i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v > 0);
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, b + i, sizeof b - static_cast<size_t>(i), 0) < 0) {
+  }
+}
+
+// -b without a daemon: runs `volstack pvmove SOURCE` detached (a new session, reparented to
+// init), which resumes the move committed here. It inherits the VG's mover lock, so nothing
+// can start another mover or abort without stopping it first; its output goes to
+// <state_dir>/pvmove.<vg>.log. Returns once it is started.
+Status SpawnBackground(const Context& ctx, Background& b) {
+  char exe[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return ErrnoStatus("readlink /proc/self/exe");
+  exe[n] = 0;
+  std::vector<std::string> args = {exe, "--state-dir", ctx.global.state_dir, "pvmove", b.source};
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; e++) {
+    const std::string v = *e;
+    if (v.rfind("VOLSTACK_PVMOVE_LOCK_", 0) != 0) env.push_back(v);
+  }
+  const int lock_fd = b.lock->fd();
+  env.push_back("VOLSTACK_PVMOVE_LOCK_FD=" + std::to_string(lock_fd));
+  env.push_back("VOLSTACK_PVMOVE_LOCK_VG=" + b.vg);
+  std::vector<char*> argv, envp;
+  for (auto& x : args) argv.push_back(x.data());
+  argv.push_back(nullptr);
+  for (auto& x : env) envp.push_back(x.data());
+  envp.push_back(nullptr);
+  const std::string log_path = ctx.global.state_dir + "/pvmove." + b.vg + ".log";
+  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (log < 0) return ErrnoStatus("open " + log_path);
+  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // Only async-signal-safe calls until exec.
+    ::setsid();
+    const pid_t mover = ::fork();
+    if (mover != 0) {
+      if (mover > 0) WritePidText(lock_fd, mover);
+      ::_exit(mover > 0 ? 0 : 1);
+    }
+    ::dup2(null, 0);
+    ::dup2(log, 1);
+    ::dup2(log, 2);
+    ::fcntl(lock_fd, F_SETFD, 0);  // the lock goes through exec
+    ::execve(exe, argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(log);
+  if (null >= 0) ::close(null);
+  if (pid < 0) return ErrnoStatus("fork");
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Status::IoError("could not start the background pvmove");
+  }
+  b.lock->KeepPidOnClose();  // the mover's PID is in it now
+  b.lock.reset();
+  return Status::Ok();
 }
 
 // "NAME[:RANGES]" -> the PV's index in its VG.
@@ -236,13 +426,27 @@ std::vector<std::string> VgsWithMoves(lvm::Lvm& session) {
   return out;
 }
 
-int Pvmove(const Context& ctx, const PvmoveArgs& a) {
+int PvmoveHere(const Context& ctx, const PvmoveArgs& a, std::vector<Background>* background) {
   if (a.interval < -1) return Fail("Invalid interval " + std::to_string(a.interval), kLvmInvalid);
   std::vector<PvArg> pvs;
   for (const auto& p : a.positional) {
     auto parsed = ParsePvArg(p);
     if (!parsed.ok()) return Fail(parsed.status(), kLvmInvalid);
     pvs.push_back(std::move(*parsed));
+  }
+  // A mover in another process (a background move) holds its PVs open exclusively, so the
+  // scan below could not even see its VG: stop it first for an abort (every such mover, as
+  // its VG cannot be told before the scan); refuse a resume while it runs.
+  if (stack::Daemon::Current() == nullptr) {
+    for (const auto& [vg, pid] : lvm::MoverLock::Holders(ctx.global.state_dir)) {
+      if (a.abort) {
+        auto stopped = lvm::MoverLock::TakeFromMover(ctx.global.state_dir, vg, 60000);
+        if (!stopped.ok()) return Fail(stopped.status());
+      } else if (pvs.empty()) {
+        return Fail("A pvmove of volume group " + vg + " is running in process " +
+                    std::to_string(pid) + "; it resumes every interrupted move of its VG.");
+      }
+    }
   }
   std::vector<std::string> names;
   for (const auto& p : pvs) names.push_back(p.name);
@@ -256,10 +460,10 @@ int Pvmove(const Context& ctx, const PvmoveArgs& a) {
     int rc = kLvmOk;
     for (const auto& vg : VgsWithMoves(*session)) {
       if (a.abort) {
-        Status s = lvm::AbortMove(*session, vg);
+        Status s = AbortVgMove(ctx, *session, vg);
         if (!s.ok()) rc = Fail(s);
       } else {
-        const int r = RunOrFollow(ctx, *session, vg, a);
+        const int r = RunOrFollow(ctx, *session, vg, a, background);
         if (r != kLvmOk) rc = r;
       }
     }
@@ -272,7 +476,7 @@ int Pvmove(const Context& ctx, const PvmoveArgs& a) {
   const std::string vg = h->vg.name;
   if (h->partial()) return Fail("Cannot move extents in VG " + vg + " while PVs are missing.");
   if (a.abort) {
-    Status s = lvm::AbortMove(*session, vg);
+    Status s = AbortVgMove(ctx, *session, vg);
     return s.ok() ? kLvmOk : Fail(s);
   }
   if (const lvm::LogicalVolume* pm = lvm::FindPvmoveLv(h->vg)) {
@@ -285,7 +489,7 @@ int Pvmove(const Context& ctx, const PvmoveArgs& a) {
     if (pvs.size() > 1 || !a.name.empty()) {
       std::fprintf(stderr, "  Ignoring remaining command line arguments\n");
     }
-    return RunOrFollow(ctx, *session, vg, a);
+    return RunOrFollow(ctx, *session, vg, a, background);
   }
   lvm::MovePlan plan;
   plan.source.pv = h->vg.FindPvById(src->uuid());
@@ -314,7 +518,17 @@ int Pvmove(const Context& ctx, const PvmoveArgs& a) {
   std::vector<std::string> argv = a.positional;
   Status s = session->Commit(next, lvmcli::Description("pvmove", argv));
   if (!s.ok()) return Fail(s);
-  return RunOrFollow(ctx, *session, vg, a);
+  return RunOrFollow(ctx, *session, vg, a, background);
+}
+
+int Pvmove(const Context& ctx, const PvmoveArgs& a) {
+  std::vector<Background> background;
+  int rc = PvmoveHere(ctx, a, &background);
+  // The session is closed: the background movers open the PVs (and pools) themselves.
+  for (auto& b : background) {
+    if (Status s = SpawnBackground(ctx, b); !s.ok()) rc = Fail(s);
+  }
+  return rc;
 }
 
 }  // namespace
@@ -325,7 +539,8 @@ void RegisterPvmoveVerb(CLI::App& app, Context& ctx) {
                            [&ctx, a] { return Pvmove(ctx, *a); });
   verb->add_flag("--abort", a->abort, "Abort the move in progress");
   verb->add_flag("--atomic", a->atomic, "All or nothing: an abort puts everything back");
-  verb->add_flag("-b,--background", a->background, "With a daemon: do not wait for the move");
+  verb->add_flag("-b,--background", a->background,
+                 "Return at once; the move goes on in the daemon or a background process");
   verb->add_option("-n,--name", a->name, "Move only the extents of this LV");
   verb->add_option("-i,--interval", a->interval, "Report progress every SECONDS (0: never)");
   verb->add_option("--alloc")->description("Accepted for compatibility");

@@ -11,10 +11,18 @@ MirrorGate& MirrorGate::Global() {
 
 void MirrorGate::BeginWrite(const std::string& pv, uint64_t offset, uint64_t length) {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] {
+  auto free = [&] {
     return std::none_of(ranges_.begin(), ranges_.end(),
                         [&](const Range& r) { return r.copy && r.Overlaps(pv, offset, length); });
-  });
+  };
+  if (!free()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    cv_.wait(lock, free);
+    stats_.waited_writes++;
+    stats_.wait_ns += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
+  }
   ranges_.push_back({pv, offset, length, false});
 }
 
@@ -42,6 +50,11 @@ void MirrorGate::EndCopy(const std::string& pv, uint64_t offset, uint64_t length
   std::lock_guard lock(mu_);
   RemoveLocked(pv, offset, length, true);
   cv_.notify_all();
+}
+
+MirrorGate::Stats MirrorGate::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
 }
 
 size_t MirrorGate::held() const {

@@ -17,6 +17,7 @@
 // Threads: every method is safe from any thread. Global() is one gate per process.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -40,6 +41,13 @@ class MirrorGate {
 
   // Ranges currently held (for tests).
   size_t held() const;
+  // Writes that had to wait for a copy, and their total wait (for benchmarks: how much of a
+  // workload's slowdown during a move the gate explains).
+  struct Stats {
+    uint64_t waited_writes = 0;
+    uint64_t wait_ns = 0;
+  };
+  Stats stats() const;
 
  private:
   struct Range {
@@ -56,6 +64,7 @@ class MirrorGate {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Range> ranges_;  // GUARDED_BY(mu_)
+  Stats stats_;                // GUARDED_BY(mu_)
 };
 
 // RAII holder of a shared write range.

@@ -47,7 +47,7 @@
 #include <mutex>
 
 #include "lvm/lv_device.h"
-#include "lvm/mirror_gate.h"
+#include "lvm/pvmove_copy.h"
 
 namespace volstack::lvm {
 
@@ -98,35 +98,6 @@ class MoveSlot {
   std::shared_ptr<Running> running_;
 };
 
-// Copies [soff, soff + len) of `src` to `dst` at `doff`, skipping the source's holes.
-Status CopyRange(bdev::BlockDevice& src, uint64_t soff, bdev::BlockDevice& dst, uint64_t doff,
-                 uint64_t len, std::vector<uint8_t>& buf) {
-  std::vector<bdev::AllocationExtent> runs{{soff, len, true}};
-  if (src.geometry().caps.allocation_query) {
-    VS_ASSIGN_OR_RETURN(runs, src.QueryAllocation(soff, len));
-  }
-  for (const auto& run : runs) {
-    const uint64_t d = doff + (run.offset - soff);
-    if (!run.allocated) {
-      bool dst_hole = false;
-      if (dst.geometry().caps.allocation_query) {
-        auto q = dst.QueryAllocation(d, run.length);
-        dst_hole = q.ok() && q->size() == 1 && !(*q)[0].allocated;
-      }
-      if (!dst_hole) VS_RETURN_IF_ERROR(dst.WriteZeroes(d, run.length, {true, false}));
-      continue;
-    }
-    for (uint64_t o = 0; o < run.length;) {
-      const uint64_t n = std::min<uint64_t>(buf.size(), run.length - o);
-      std::span<uint8_t> b(buf.data(), n);
-      VS_RETURN_IF_ERROR(src.Read(run.offset + o, b));
-      VS_RETURN_IF_ERROR(dst.Write(d + o, b));
-      o += n;
-    }
-  }
-  return Status::Ok();
-}
-
 // Commits change(copy of the VG); when another session of this process committed first
 // (EAGAIN: Commit re-read the newer metadata), applies the change to that and tries again.
 Status CommitChange(Lvm& lvm, const std::string& vg_name,
@@ -149,7 +120,10 @@ uint64_t SegBytes(const VolumeGroup& vg, const Segment& s) {
 
 Status RunMove(Lvm& lvm, const std::string& vg_name, const MoveOptions& options) {
   VS_ASSIGN_OR_RETURN(auto slot, MoveSlot::Take(vg_name));
-  std::vector<uint8_t> buf(std::max<uint64_t>(options.region_bytes, 4096));
+  auto commit = [&](const std::function<Status(VolumeGroup&)>& change, const std::string& desc) {
+    auto step = [&] { return CommitChange(lvm, vg_name, change, desc); };
+    return options.serialize ? options.serialize(step) : step();
+  };
   for (;;) {
     VgHandle* h = lvm.FindVg(vg_name);
     if (!h) return Status::NotFound("Volume group \"" + vg_name + "\" not found");
@@ -196,21 +170,25 @@ Status RunMove(Lvm& lvm, const std::string& vg_name, const MoveOptions& options)
       const uint64_t soff = h->vg.pvs[sa.pv].pe_start * kSector + uint64_t{sa.start} * ext;
       const uint64_t doff = h->vg.pvs[da.pv].pe_start * kSector + uint64_t{da.start} * ext;
       const std::string& gate_pv = h->vg.pvs[da.pv].id;
-      auto src = h->pvs[sa.pv]->dev();
-      auto dst = h->pvs[da.pv]->dev();
-      const uint64_t len = SegBytes(h->vg, seg);
-      for (uint64_t o = 0; o < len;) {
-        if (slot->stopped()) return Status::FromErrno(ECANCELED, "pvmove stopped");
-        const uint64_t n = std::min<uint64_t>(options.region_bytes, len - o);
-        MirrorGate::Global().BeginCopy(gate_pv, doff + o, n);
-        Status s = CopyRange(*src, soff + o, *dst, doff + o, n, buf);
-        MirrorGate::Global().EndCopy(gate_pv, doff + o, n);
-        if (!s.ok()) return s.WithContext("pvmove copy");
-        o += n;
+      SegmentCopy c;
+      c.src = h->pvs[sa.pv]->dev();
+      c.src_offset = soff;
+      c.dst = h->pvs[da.pv]->dev();
+      c.dst_offset = doff;
+      c.length = SegBytes(h->vg, seg);
+      c.gate_pv = gate_pv;
+      c.region_bytes = options.region_bytes;
+      c.depth = options.depth;
+      c.flush_behind_bytes = options.flush_behind_bytes;
+      c.stopped = [&] { return slot->stopped(); };
+      c.region_done = [&](uint64_t, uint64_t n) {
         p.done_bytes += n;
         slot->Publish(p);
         if (options.progress) options.progress(p);
-        if (options.between_regions) options.between_regions();
+      };
+      c.between_regions = options.between_regions;
+      if (Status s = CopySegment(c); !s.ok()) {
+        return s.code() == ECANCELED ? s : s.WithContext("pvmove copy");
       }
     }
     auto change = [&](VolumeGroup& v) -> Status {
@@ -218,14 +196,14 @@ Status RunMove(Lvm& lvm, const std::string& vg_name, const MoveOptions& options)
       return finishing ? FinishMove(v, name, /*abort=*/false) : Status::Ok();
     };
     if (finishing) {
-      VS_RETURN_IF_ERROR(CommitChange(lvm, vg_name, change, "Write from pvmove (finished)."));
+      VS_RETURN_IF_ERROR(commit(change, "Write from pvmove (finished)."));
       p.done_bytes = p.total_bytes;
       p.finished = true;
       slot->Publish(p);
       if (options.progress) options.progress(p);
       return Status::Ok();
     }
-    VS_RETURN_IF_ERROR(CommitChange(lvm, vg_name, change, "Write from pvmove (checkpoint)."));
+    VS_RETURN_IF_ERROR(commit(change, "Write from pvmove (checkpoint)."));
   }
 }
 

@@ -11,8 +11,9 @@
 //     Lvm::Commit (which remaps the LVs active in this process); AbortMove reverts.
 //
 // Threads: the metadata functions are pure. RunMove runs on the caller's thread with its own
-// Lvm session; one move per VG per process at a time (a second RunMove on the same VG gets
-// EBUSY). AbortMove/StopMove may be called from another thread.
+// Lvm session (the copy adds a reader and a write-behind thread per segment, pvmove_copy.h); one
+// move per VG per process at a time (a second RunMove on the same VG gets EBUSY).
+// AbortMove/StopMove may be called from another thread.
 #pragma once
 
 #include <atomic>
@@ -82,11 +83,23 @@ struct MoveProgress {
 };
 
 struct MoveOptions {
-  uint64_t region_bytes = 4 << 20;  // copied under one MirrorGate hold
+  // Copied under one MirrorGate hold: a write to the LV that hits a region being copied
+  // waits for that region's copy (pvmove_copy.h). 1 MiB measured as fast as 4 MiB (see
+  // docs/pvmove.md) and keeps the writes' waits short.
+  uint64_t region_bytes = 1 << 20;
+  int depth = 2;  // regions in flight: read region N+1 while region N is written
+  // Write-behind: a flush of the destination starts every this many bytes copied, so the
+  // checkpoint's flush finds little left to write (0: flush only at checkpoints).
+  uint64_t flush_behind_bytes = 16 << 20;
   // Called after every region and at each checkpoint, on the mover's thread.
   std::function<void(const MoveProgress&)> progress;
-  // A test hook called between regions, on the mover's thread (crash tests write here).
+  // A test hook called between regions on the copy's reader thread, while the region before
+  // may still be being written (crash tests write through the LV here).
   std::function<void()> between_regions;
+  // Runs one metadata commit of the move (`step`) and returns its status. The daemon passes
+  // its serialization here, so a request reading the VG's metadata (lvs) never runs while
+  // the move's commit writes it. Unset: `step` runs as is.
+  std::function<Status(const std::function<Status()>& step)> serialize;
 };
 
 // Copies the move in progress in VG `vg_name` to its end: segment by segment, a commit after

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "util/file_util.h"
@@ -18,7 +19,45 @@ std::atomic<Daemon*> g_current{nullptr};
 std::atomic<bool> g_signalled{false};
 
 void OnSignal(int) { g_signalled = true; }
+
+// The serialization lock this thread holds (or held and released for a while), if any.
+thread_local std::unique_lock<std::mutex>* t_serial = nullptr;
+
+// Holds the daemon's serialization for a scope on this thread (unless it already does).
+class SerialScope {
+ public:
+  explicit SerialScope(std::mutex& mu) {
+    if (t_serial != nullptr) return;  // reentrant
+    lock_.emplace(mu);
+    t_serial = &*lock_;
+  }
+  ~SerialScope() {
+    if (lock_) t_serial = nullptr;
+  }
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+
+ private:
+  std::optional<std::unique_lock<std::mutex>> lock_;
+};
 }  // namespace
+
+Status Daemon::Serialized(const std::function<Status()>& fn) {
+  SerialScope scope(serial_mu_);
+  const bool relock = !t_serial->owns_lock();  // a thread that released it for a while
+  if (relock) t_serial->lock();
+  Status s = fn();
+  if (relock) t_serial->unlock();
+  return s;
+}
+
+void Daemon::ReleaseSerialization() {
+  if (t_serial != nullptr && t_serial->owns_lock()) t_serial->unlock();
+}
+
+void Daemon::ReacquireSerialization() {
+  if (t_serial != nullptr && !t_serial->owns_lock()) t_serial->lock();
+}
 
 Daemon* Daemon::Current() { return g_current.load(); }
 
@@ -58,7 +97,11 @@ void Daemon::StopJobs() {
   for (auto& j : jobs) {
     if (j.stop) j.stop();
   }
+  // A job may be waiting for the serialization a request calling this holds.
+  const bool held = t_serial != nullptr && t_serial->owns_lock();
+  if (held) t_serial->unlock();
   for (auto& j : jobs) j.thread.join();
+  if (held) t_serial->lock();
 }
 
 Status Daemon::Run(const StateDir& state, Hooks hooks, std::function<void(Status)> ready) {
@@ -84,10 +127,23 @@ Status Daemon::Run(const StateDir& state, Hooks hooks, std::function<void(Status
   ::sigaction(SIGINT, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  Status up = daemon.hooks_.up ? daemon.hooks_.up(daemon) : Status::Ok();
-  auto server = ControlServer::Start(state.socket_path(), daemon.hooks_.handle_request);
+  Status up = Status::Ok();
+  if (daemon.hooks_.up) {
+    SerialScope serial(daemon.serial_mu_);
+    up = daemon.hooks_.up(daemon);
+  }
+  // Requests run one at a time under the control server's lock, and under the daemon's
+  // serialization, which jobs share (see Serialized).
+  auto handler = [&daemon](const ControlRequest& request) {
+    SerialScope serial(daemon.serial_mu_);
+    return daemon.hooks_.handle_request(request);
+  };
+  auto server = ControlServer::Start(state.socket_path(), handler);
   if (!server.ok()) {
-    if (daemon.hooks_.down) daemon.hooks_.down(daemon).IgnoreError();
+    if (daemon.hooks_.down) {
+      SerialScope serial(daemon.serial_mu_);
+      daemon.hooks_.down(daemon).IgnoreError();
+    }
     g_current = nullptr;
     ::unlink(state.pid_path().c_str());
     ::close(pid_fd);
@@ -101,7 +157,11 @@ Status Daemon::Run(const StateDir& state, Hooks hooks, std::function<void(Status
   daemon.StopJobs();
   // Stop taking requests before tearing down what they would use.
   server.value().reset();
-  Status down = daemon.hooks_.down ? daemon.hooks_.down(daemon) : Status::Ok();
+  Status down = Status::Ok();
+  if (daemon.hooks_.down) {
+    SerialScope serial(daemon.serial_mu_);
+    down = daemon.hooks_.down(daemon);
+  }
   g_current = nullptr;
   ::unlink(state.pid_path().c_str());
   ::close(pid_fd);

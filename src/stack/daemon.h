@@ -55,8 +55,21 @@ class Daemon {
   // daemon stops, `stop` is called and the thread joined before the stack goes down. EBUSY
   // once the daemon is stopping.
   Status StartJob(std::function<void()> run, std::function<void()> stop);
-  // Stops every job (calls its `stop`, joins it) and refuses new ones.
+  // Stops every job (calls its `stop`, joins it) and refuses new ones. Called inside a
+  // request, it lets jobs take the serialization while it waits for them.
   void StopJobs();
+
+  // The daemon's serialization: requests run holding it (Run wraps the handler), and so do
+  // `up` and `down`. A job runs `fn` under it (Serialized) around work that reads or changes
+  // what requests change: LVM metadata, the list of pools. Reentrant on a thread that holds
+  // it already. Lock order: the control server's request lock, then this one.
+  Status Serialized(const std::function<Status()>& fn);
+  // For a request that waits for a job (the pvmove follower): lets jobs and other requests
+  // take the serialization, and takes it back. No-ops on a thread that does not hold it.
+  // Release after ControlServer::ReleaseCurrentRequest, reacquire after
+  // ControlServer::ReacquireCurrentRequest (the lock order).
+  static void ReleaseSerialization();
+  static void ReacquireSerialization();
 
  private:
   Daemon(StateDir state, Hooks hooks) : state_(std::move(state)), hooks_(std::move(hooks)) {}
@@ -65,6 +78,7 @@ class Daemon {
   const Hooks hooks_;
   bdev::DeviceRegistry registry_;
   std::atomic<bool> stop_requested_{false};
+  std::mutex serial_mu_;  // the serialization (see Serialized)
 
   struct Job {
     std::thread thread;

@@ -8,6 +8,9 @@
 #      while `volstack pvmove` moves the LV into a pool volume (trunk/funk) and back out.
 #      Other commands answer during the move; the manifest verifies afterwards.
 #   1b. `volstack up` finishes a move that was interrupted.
+#   1c. `-b` without a daemon: errors still come back at once; the move goes on in a
+#      background process; a second mover is refused while it runs; `--abort` stops it and
+#      reverts; `pvmove -b` with no argument resumes an interrupted move in the background.
 #   3. Bad input: an unknown PV, a PV of another VG, overlapping ranges; nothing changes.
 source "$(dirname "$0")/lib.sh"
 need_root
@@ -65,6 +68,47 @@ echo "$devs" | grep -q pvmove0 && fail "up did not finish the move: $devs"
 echo "$devs" | grep -q "lm *$T/a.img(" || fail "lm not on the destination after up: $devs"
 vs down
 
+echo "== 1c. -b without a daemon"
+# lm is on a.img (1b). Bad input still fails at once, with nothing started.
+expect_fail vs pvmove -b "$T/nope.img"
+expect_fail vs pvmove -b "$T/a.img" "$T/c.img"
+grep -q "not found in Volume Group" "$T/expect_fail.err" || fail "-b other VG: $(cat "$T/expect_fail.err")"
+vs lvs -a --noheadings -o lv_name vgm | grep -q pvmove0 && fail "a refused -b left a move"
+# The background mover's PID is in the VG's mover lock file.
+mover_pid() { tr -d '\n' <"$VS_STATE/pvmove.vgm.lock" 2>/dev/null || true; }
+alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) && [ "${s#Z}" = "$s" ]; }
+kill_mover() { local p; p=$(mover_pid); [ -z "$p" ] || ! alive "$p" || kill "$p" || true; }
+on_exit kill_mover
+wait_no_move() {
+  for _ in $(seq 150); do
+    vs lvs -a --noheadings -o lv_name vgm | grep -q pvmove0 || return 0
+    sleep 0.2
+  done
+  fail "the background move did not end: $(cat "$VS_STATE/pvmove.vgm.log")"
+}
+# A slowed move (40 regions x 100 ms): -b returns while it runs.
+start=$(date +%s%N)
+VOLSTACK_PVMOVE_REGION_DELAY_MS=100 "$VOLSTACK" pvmove -b "$T/a.img" "$T/b.img"
+[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 2000 ] || fail "pvmove -b did not return at once"
+pid=$(mover_pid)
+[ -n "$pid" ] && alive "$pid" || fail "no background mover"
+vs lvs -a --noheadings -o lv_name vgm | grep -q pvmove0 || fail "no move in progress after -b"
+expect_fail vs pvmove                               # a second mover is refused
+grep -q "is running in process $pid" "$T/expect_fail.err" || fail "second mover: $(cat "$T/expect_fail.err")"
+vs pvmove --abort                                   # stops the mover, then reverts
+alive "$pid" && fail "the background mover outlived the abort"
+devs=$(vs lvs -a --noheadings -o lv_name,devices vgm)
+echo "$devs" | grep -q pvmove0 && fail "abort left pvmove0: $devs"
+echo "$devs" | grep -q "lm *$T/a.img(" || fail "abort did not put lm back: $devs"
+# Interrupted (as a crash would), then resumed in the background by `pvmove -b`.
+expect_fail env VOLSTACK_PVMOVE_STOP_AFTER_BYTES=$((8 << 20)) "$VOLSTACK" pvmove "$T/a.img" "$T/b.img"
+vs lvs -a --noheadings -o lv_name vgm | grep -q pvmove0 || fail "the move was not left interrupted"
+vs pvmove -b
+wait_no_move
+devs=$(vs lvs -a --noheadings -o lv_name,devices vgm)
+echo "$devs" | grep -q "lm *$T/b.img(" || fail "lm not on b.img after the background move: $devs"
+grep -q "Moved: 100.00%" "$VS_STATE/pvmove.vgm.log" || fail "mover log: $(cat "$VS_STATE/pvmove.vgm.log")"
+
 echo "== 2. online: into ZFS and back out under a writer"
 truncate -s 1G "$T/trunk.img" "$T/pv.img"
 vs zpool create trunk "$T/trunk.img"
@@ -97,8 +141,15 @@ sleep 1
 vs pvmove -i 1 "$T/pv.img" trunk/funk >"$T/in.out" || fail "pvmove into trunk/funk: $(cat "$T/in.out")"
 grep -q "trunk/funk" <(vs lvs --noheadings -o devices vg0/lv0) || fail "lv0 not on trunk/funk"
 vs pvmove -b trunk/funk "$T/pv.img"
-# The daemon keeps answering while the move runs in it.
-vs lvs -a --noheadings -o lv_name,copy_percent vg0 >"$T/during" || fail "lvs during the move"
+# The daemon keeps answering while the move runs in it, and its lvs never reads metadata
+# the mover is half-way through committing (no warning, pvmove0 in every answer until the
+# end).
+for i in $(seq 20); do
+  vs lvs -a --noheadings -o lv_name,copy_percent vg0 >"$T/during" 2>"$T/during.err" ||
+    fail "lvs during the move: $(cat "$T/during.err")"
+  [ -s "$T/during.err" ] && fail "lvs warned during the move: $(cat "$T/during.err")"
+  grep -q lv0 "$T/during" || fail "lvs during the move lost lv0: $(cat "$T/during")"
+done
 vs pvmove -i 1 >"$T/out.out" || fail "following the move back out: $(cat "$T/out.out")"
 grep -q "$T/pv.img" <(vs lvs --noheadings -o devices vg0/lv0) || fail "lv0 not back on the file"
 vs lvs -a --noheadings -o lv_name vg0 | grep -q pvmove && fail "pvmove0 left behind"
