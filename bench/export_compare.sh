@@ -203,8 +203,19 @@ run_loop_stack() {
   mkfs.xfs -q -f "${MKFS_OPTS[@]}" "$loop"
   mount "$loop" "$W/mnt"
   defer "umount $W/mnt"
+  local st0 st1
+  st0=$(cat "/sys/block/${loop#/dev/}/stat")
   (cd "$W/mnt" && dbench -t "$DBENCH_TIME" "$CLIENTS" >"$W/dbench.out" 2>&1)
+  st1=$(cat "/sys/block/${loop#/dev/}/stat")
   umount "$W/mnt"
+  # What the loop device itself saw during dbench (block layer counters: requests and the
+  # milliseconds they took, /sys/block/loopN/stat): per-request write and flush latency.
+  python3 -c 'import sys
+a, b = (list(map(int, s.split())) for s in sys.argv[1:3])
+d = [y - x for x, y in zip(a, b)]
+avg = lambda n, t: f"{t / n:.2f}" if n else "-"
+print(f"loop {sys.argv[3]} dbench: writes {d[4]} avg {avg(d[4], d[7])} ms, flushes {d[15]}"
+      f" avg {avg(d[15], d[16])} ms")' "$st0" "$st1" "$STACK" | tee -a "$W/loopstat.txt" >&2
   local tput flush_avg flush_max iops
   tput=$(awk '/^Throughput/ {print $2}' "$W/dbench.out")
   flush_avg=$(awk '$1 == "Flush" {print $3}' "$W/dbench.out")
@@ -321,4 +332,5 @@ for (kind, name), runs in rows.items():
     else:
         print(f"per round, {name}: fio ratio {per_round(3)}")
 PY
+cat "$W/loopstat.txt" 2>/dev/null || true
 cat "$W/load.txt"

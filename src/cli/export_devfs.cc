@@ -51,6 +51,10 @@ struct DevfsArgs {
   // loaded machine -10 doubled 4 KiB QD32 IOPS on the loop (docs/exports.md); idle, it
   // changes nothing.
   int nice = -10;
+  // Comparison switches for the benchmark (both on by default; docs/exports.md).
+  bool fsync_each = false;
+  bool no_write_behind = false;
+  bool write_behind_inline = false;
 };
 
 // Applies --nice to this thread (the FUSE threads it starts inherit it) and, when devfs leads
@@ -115,6 +119,9 @@ int RunDevfs(Context& ctx, const DevfsArgs& args) {
     options.clone_fd = !args.no_clone_fd;
     options.max_write = args.max_write_kib * 1024;
     options.attr_timeout = args.attr_timeout;
+    options.coalesce_fsync = !args.fsync_each;
+    options.write_behind = !args.no_write_behind;
+    options.write_behind_inline = args.write_behind_inline;
     VS_ASSIGN_OR_RETURN(devfs, exportfs::Devfs::Mount(dir, *registry, options));
     return Status::Ok();
   };
@@ -169,6 +176,12 @@ void RegisterDevfsVerb(CLI::App& app, Context& ctx) {
                  "Open devices named by path with O_DIRECT");
   verb->add_flag("--backing-readahead", args->backing_readahead,
                  "Keep host readahead on devices named by path");
+  verb->add_flag("--fsync-each", args->fsync_each,
+                 "One device flush per FSYNC (no group commit, no clean skip)");
+  verb->add_flag("--no-write-behind", args->no_write_behind,
+                 "Do not start writing back page-cache-backed files after each write");
+  verb->add_flag("--write-behind-inline", args->write_behind_inline,
+                 "Start each write's write-back on the FUSE thread (comparison)");
   verb->add_option("NAME", args->names, "Devices: NAME, PATH or NAME=PATH");
 }
 

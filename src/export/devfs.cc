@@ -8,7 +8,7 @@
 //
 //   READ            -> Read (clipped at the end; unaligned ranges through a bounce buffer)
 //   WRITE           -> Write (unaligned ranges by read-modify-write; ENOSPC past the end)
-//   FSYNC           -> Flush (the device's flush is global: it covers every open file)
+//   FSYNC           -> Flush, shared and skipped when clean (global: covers every open file)
 //   FALLOCATE       -> PUNCH_HOLE: WriteZeroes(may_unmap); ZERO_RANGE: WriteZeroes(keep);
 //                      plain allocation inside the size: nothing to do
 //   LSEEK DATA/HOLE -> QueryAllocation
@@ -35,6 +35,21 @@
 // Profiling: with VOLSTACK_DEVFS_STATS set, every request is counted by kind, READ/WRITE sizes
 // are bucketed and handler times summed (devfs_stats.h); the table is written at teardown.
 //
+// Sizes: the registry says nothing when a device's size changes (lvextend of an active LV,
+// a volume's volsize), so a watcher thread compares every file's device size with the last
+// one seen, every resize_poll_seconds, and tells the kernel to drop the cached attributes of
+// a file whose size moved (notify_inval_inode): the new size shows at the next stat, not
+// after the attribute timeout. A bound loop device still needs `losetup -c`.
+//
+// FSYNC: each device node has a DevfsFlusher (devfs_flush.h): concurrent FSYNCs share one
+// device flush, and an FSYNC with nothing written since a flush that covered it is answered
+// at once. Writes and zeroings are noted before they are answered. A loop device waits in
+// every flush with its whole queue (one worker), so FSYNC latency is what dbench on a loop
+// over devfs feels most; on a file device written through the host page cache most of an
+// fdatasync is writing back what the writes left dirty, so a write-behind thread starts that
+// writeback right after the writes (devfs_writeback.h) and the fdatasync waits for I/O
+// already in flight (docs/exports.md, "Flush latency").
+//
 // Locking: the tree has its own mutex (namespace operations only); the I/O path takes no
 // devfs lock (ByteRangeIo takes a shared lock). notify_mu_ orders registry notifications
 // against teardown so a notification never reaches a destroyed session.
@@ -45,6 +60,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <vector>
 
@@ -108,6 +124,7 @@ Status Devfs::Impl::Start() {
     std::lock_guard lock(notify_mu_);
     live_ = true;
   }
+  if (options_.write_behind) write_behind_ = std::make_unique<DevfsWriteBehind>();
   loop_thread_ = std::thread([this] {
     fuse_loop_config* config = fuse_loop_cfg_create();
     fuse_loop_cfg_set_clone_fd(config, options_.clone_fd ? 1 : 0);
@@ -119,7 +136,29 @@ Status Devfs::Impl::Start() {
   // The first stat is answered only after INIT: from here on the mount works.
   struct stat st;
   if (::stat(dir_.c_str(), &st) != 0) return ErrnoStatus("devfs: stat " + dir_);
+  if (options_.resize_poll_seconds > 0) watch_thread_ = std::thread([this] { WatchSizes(); });
   return Status::Ok();
+}
+
+void Devfs::Impl::WatchSizes() {
+  const auto period = std::chrono::duration<double>(options_.resize_poll_seconds);
+  std::unique_lock lock(watch_mu_);
+  while (!watch_cv_.wait_for(lock, period, [this] { return watch_stop_; })) {
+    lock.unlock();
+    NotifyResized();
+    lock.lock();
+  }
+}
+
+void Devfs::Impl::NotifyResized() {
+  const std::vector<uint64_t> inos = tree_.TakeResized();
+  if (inos.empty()) return;
+  std::lock_guard lock(notify_mu_);
+  if (!live_) return;
+  // A negative offset drops only the attributes: the next stat asks for the new size (and a
+  // smaller size truncates what the page cache holds beyond it). ENOENT: the kernel holds
+  // no inode for the file, so it has nothing stale.
+  for (const uint64_t ino : inos) fuse_lowlevel_notify_inval_inode(session_, ino, -1, 0);
 }
 
 void Devfs::Impl::OnChange(bdev::DeviceRegistry::Change change, const std::string& name,
@@ -172,6 +211,14 @@ void Devfs::Impl::ForceStop() {
 }
 
 void Devfs::Impl::Join() {
+  if (watch_thread_.joinable()) {
+    {
+      std::lock_guard lock(watch_mu_);
+      watch_stop_ = true;
+    }
+    watch_cv_.notify_all();
+    watch_thread_.join();
+  }
   {
     std::lock_guard lock(notify_mu_);
     live_ = false;
@@ -181,6 +228,7 @@ void Devfs::Impl::Join() {
     listener_id_ = 0;
   }
   if (loop_thread_.joinable()) loop_thread_.join();
+  write_behind_.reset();  // no request thread can kick it any more
   if (session_ != nullptr) {
     fuse_session_unmount(session_);  // the mount is gone: only closes the fd
     fuse_session_destroy(session_);

@@ -34,8 +34,24 @@ struct DevfsOptions {
   bool splice = false;
   // Other users may open files (subject to the files' modes, which are root-only).
   bool allow_other = true;
+  // FSYNC through the flusher (devfs_flush.h): concurrent FSYNCs share a device flush and
+  // an FSYNC with nothing written since a covering flush is answered at once. Off: every
+  // FSYNC is one device flush (for comparison).
+  bool coalesce_fsync = true;
+  // Write-behind: after answering a WRITE to a device that is a file written through the
+  // host page cache, have a thread start writing the file's dirty pages back
+  // (sync_file_range WRITE, no waiting; devfs_writeback.h), so that the next FSYNC's
+  // fdatasync finds them on their way instead of starting them all.
+  bool write_behind = true;
+  // Comparison: start the write-back of each write's own range inline, on the FUSE thread,
+  // instead of on the write-behind thread.
+  bool write_behind_inline = false;
   // Seconds the kernel may cache names and attributes.
   double attr_timeout = 1.0;
+  // How often devfs looks for devices whose size changed (lvextend, a volume's volsize) to
+  // tell the kernel to drop the file's cached attributes at once; 0 = never (the kernel then
+  // sees the new size after attr_timeout).
+  double resize_poll_seconds = 0.05;
 };
 
 class Devfs {

@@ -6,6 +6,7 @@
 #include <fuse_lowlevel.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,6 +15,7 @@
 #include "export/devfs.h"
 #include "export/devfs_stats.h"
 #include "export/devfs_tree.h"
+#include "export/devfs_writeback.h"
 
 namespace volstack::exportfs {
 
@@ -40,11 +42,17 @@ class Devfs::Impl {
   DevfsTree tree_;
   // Request counters (VOLSTACK_DEVFS_STATS), or null; dumped when the session ends.
   std::unique_ptr<DevfsStats> stats_ = DevfsStats::FromEnvironment();
+  // The write-behind thread (options_.write_behind), or null.
+  std::unique_ptr<DevfsWriteBehind> write_behind_;
 
  private:
   // Stops the loop thread and frees the session; the mount must already be gone or
   // detached.
   void Join();
+  // The resize watcher: every resize_poll_seconds, tells the kernel to drop the cached
+  // attributes of files whose device changed size.
+  void WatchSizes();
+  void NotifyResized();
 
   fuse_session* session_ = nullptr;
   std::thread loop_thread_;
@@ -52,11 +60,15 @@ class Devfs::Impl {
   std::mutex notify_mu_;  // orders notifications against teardown
   bool live_ = false;     // GUARDED_BY(notify_mu_): session can take notifications
   bool mounted_ = false;
+  std::thread watch_thread_;
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool watch_stop_ = false;  // GUARDED_BY(watch_mu_)
 };
 
 // An open file: the device's I/O object, held for as long as the file is open.
 struct DevfsHandle {
-  std::shared_ptr<ByteRangeIo> io;
+  std::shared_ptr<DevfsFile> file;
   bool writable = false;
 };
 

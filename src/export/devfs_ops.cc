@@ -43,6 +43,12 @@ thread_local ReadBuffer t_read_buffer;
 
 void ReplyStatus(fuse_req_t req, const Status& status) { fuse_reply_err(req, FuseErrno(status)); }
 
+// Answers a zeroing; a successful one is a write the next FSYNC must cover.
+void ReplyZeroes(fuse_req_t req, DevfsFile& file, const Status& status) {
+  if (status.ok()) file.flusher.NoteWrite();
+  ReplyStatus(req, status);
+}
+
 void ReplyEntry(fuse_req_t req, const Devfs::Impl& fs, const struct stat& st) {
   fuse_entry_param e{};
   e.ino = st.st_ino;
@@ -135,19 +141,19 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
 void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kOpen);
   auto* fs = Fs(req);
-  auto io = fs->tree_.Open(ino);
-  if (io == nullptr) {
+  auto file = fs->tree_.Open(ino);
+  if (file == nullptr) {
     const auto st = fs->tree_.GetAttr(ino);
     fuse_reply_err(req, st && S_ISDIR(st->st_mode) ? EISDIR : ENOENT);
     return;
   }
   const int acc = fi->flags & O_ACCMODE;
   const bool writable = acc == O_WRONLY || acc == O_RDWR;
-  if (writable && io->device()->read_only()) {
+  if (writable && file->io.device()->read_only()) {
     fuse_reply_err(req, EROFS);
     return;
   }
-  auto* handle = new (std::nothrow) DevfsHandle{std::move(io), writable};
+  auto* handle = new (std::nothrow) DevfsHandle{std::move(file), writable};
   if (handle == nullptr) {
     fuse_reply_err(req, ENOMEM);
     return;
@@ -167,7 +173,7 @@ void Release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
 
 void Read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
   DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kRead, size);
-  ByteRangeIo& io = *Handle(fi)->io;
+  ByteRangeIo& io = Handle(fi)->file->io;
   if (off < 0) {
     fuse_reply_err(req, EINVAL);
     return;
@@ -187,7 +193,8 @@ void Read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi
 
 void Write(fuse_req_t req, fuse_ino_t, const char* data, size_t size, off_t off,
            fuse_file_info* fi) {
-  DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kWrite, size);
+  Devfs::Impl* fs = Fs(req);  // req is gone once answered
+  DevfsStats::Scope scope(fs->stats_.get(), DevfsOp::kWrite, size);
   DevfsHandle* h = Handle(fi);
   if (!h->writable) {
     fuse_reply_err(req, EBADF);
@@ -197,13 +204,24 @@ void Write(fuse_req_t req, fuse_ino_t, const char* data, size_t size, off_t off,
     fuse_reply_err(req, EINVAL);
     return;
   }
-  Status s = h->io->Write(static_cast<uint64_t>(off),
-                          std::span(reinterpret_cast<const uint8_t*>(data), size));
+  Status s = h->file->io.Write(static_cast<uint64_t>(off),
+                               std::span(reinterpret_cast<const uint8_t*>(data), size));
   if (!s.ok()) {
     ReplyStatus(req, s);
     return;
   }
+  h->file->flusher.NoteWrite();  // before the reply: an FSYNC after it must cover this write
   fuse_reply_write(req, size);
+  // Write-behind (devfs_writeback.h), after the reply. A hint only: the FSYNC's fdatasync
+  // still writes back and waits for whatever is dirty.
+  if (fs->write_behind_ != nullptr && h->file->page_cache_fd >= 0) {
+    if (fs->options_.write_behind_inline) {
+      ::sync_file_range(h->file->page_cache_fd, off, static_cast<off_t>(size),
+                        SYNC_FILE_RANGE_WRITE);
+    } else {
+      fs->write_behind_->Kick(h->file);
+    }
+  }
 }
 
 void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
@@ -211,9 +229,20 @@ void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
   fuse_reply_err(req, 0);
 }
 
-void Fsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) {
-  DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kFsync);
-  ReplyStatus(req, Handle(fi)->io->Flush());
+// The kernel sends FSYNC for fsync(2) and fdatasync(2) on the file, and a loop device sends
+// one per flush request (vfs_fsync, datasync 0). The flusher answers it with a device flush
+// shared by concurrent FSYNCs, or at once when nothing was written since a flush that
+// covered it (devfs_flush.h). datasync makes no difference: a device has no metadata apart
+// from its data.
+void Fsync(fuse_req_t req, fuse_ino_t, int datasync, fuse_file_info* fi) {
+  DevfsStats* stats = Fs(req)->stats_.get();
+  DevfsStats::Scope scope(stats, DevfsOp::kFsync);
+  if (stats != nullptr) stats->BeginSync();
+  DevfsFlusher::How how = DevfsFlusher::How::kFlushed;
+  DevfsFile& file = *Handle(fi)->file;
+  const Status s = Fs(req)->options_.coalesce_fsync ? file.flusher.Sync(&how) : file.io.Flush();
+  if (stats != nullptr) stats->EndSync(datasync != 0, how);
+  ReplyStatus(req, s);
 }
 
 void Fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t off, off_t len, fuse_file_info* fi) {
@@ -229,7 +258,8 @@ void Fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t off, off_t len, fuse_
   }
   const auto offset = static_cast<uint64_t>(off);
   const auto length = static_cast<uint64_t>(len);
-  const uint64_t size = h->io->size();
+  ByteRangeIo& io = h->file->io;
+  const uint64_t size = io.size();
   if (mode & FALLOC_FL_PUNCH_HOLE) {
     if (!(mode & FALLOC_FL_KEEP_SIZE) || (mode & ~(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))) {
       fuse_reply_err(req, EOPNOTSUPP);
@@ -241,7 +271,7 @@ void Fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t off, off_t len, fuse_
       fuse_reply_err(req, 0);
       return;
     }
-    ReplyStatus(req, h->io->WriteZeroes(offset, std::min(length, size - offset), true));
+    ReplyZeroes(req, *h->file, io.WriteZeroes(offset, std::min(length, size - offset), true));
     return;
   }
   if (mode & FALLOC_FL_ZERO_RANGE) {
@@ -249,7 +279,7 @@ void Fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t off, off_t len, fuse_
       fuse_reply_err(req, EOPNOTSUPP);
       return;
     }
-    ReplyStatus(req, h->io->WriteZeroes(offset, length, false));
+    ReplyZeroes(req, *h->file, io.WriteZeroes(offset, length, false));
     return;
   }
   if ((mode & ~FALLOC_FL_KEEP_SIZE) != 0) {
@@ -262,7 +292,7 @@ void Fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t off, off_t len, fuse_
 
 void Lseek(fuse_req_t req, fuse_ino_t, off_t off, int whence, fuse_file_info* fi) {
   DevfsStats::Scope scope(Fs(req)->stats_.get(), DevfsOp::kLseek);
-  ByteRangeIo& io = *Handle(fi)->io;
+  ByteRangeIo& io = Handle(fi)->file->io;
   const uint64_t size = io.size();
   if (whence != SEEK_DATA && whence != SEEK_HOLE) {
     fuse_reply_err(req, EINVAL);  // the kernel handles SET/CUR/END itself

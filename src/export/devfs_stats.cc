@@ -51,6 +51,17 @@ void DevfsStats::Record(DevfsOp op, uint64_t bytes, std::chrono::nanoseconds spe
   }
 }
 
+void DevfsStats::BeginSync() {
+  const uint64_t n = syncs_in_flight_.fetch_add(1, std::memory_order_relaxed) + 1;
+  StoreMax(syncs_in_flight_max_, n);
+}
+
+void DevfsStats::EndSync(bool datasync, DevfsFlusher::How how) {
+  syncs_in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  if (datasync) syncs_datasync_.fetch_add(1, std::memory_order_relaxed);
+  syncs_how_[static_cast<size_t>(how)].fetch_add(1, std::memory_order_relaxed);
+}
+
 void DevfsStats::Dump() const {
   std::FILE* out = path_.empty() ? stderr : std::fopen(path_.c_str(), "a");
   if (out == nullptr) out = stderr;
@@ -92,6 +103,18 @@ void DevfsStats::DumpTo(std::FILE* out) const {
   }
   std::fprintf(out, "devfs stats: most requests in service at once: %llu\n",
                static_cast<unsigned long long>(in_flight_max_.load()));
+  const auto u = [](const std::atomic<uint64_t>& v) {
+    return static_cast<unsigned long long>(v.load());
+  };
+  if (counters_[static_cast<size_t>(DevfsOp::kFsync)].count.load() != 0) {
+    std::fprintf(
+        out,
+        "devfs stats: FSYNC: %llu with datasync; answered by a device flush %llu,"
+        " clean %llu, by another's flush %llu; most at once %llu\n",
+        u(syncs_datasync_), u(syncs_how_[static_cast<size_t>(DevfsFlusher::How::kFlushed)]),
+        u(syncs_how_[static_cast<size_t>(DevfsFlusher::How::kClean)]),
+        u(syncs_how_[static_cast<size_t>(DevfsFlusher::How::kJoined)]), u(syncs_in_flight_max_));
+  }
   std::fflush(out);
 }
 

@@ -19,6 +19,8 @@
 #include <memory>
 #include <string>
 
+#include "export/devfs_flush.h"
+
 namespace volstack::exportfs {
 
 enum class DevfsOp : uint8_t {
@@ -46,6 +48,10 @@ class DevfsStats {
   void Begin();
   // ... and is answered after `spent`.
   void Record(DevfsOp op, uint64_t bytes, std::chrono::nanoseconds spent);
+  // FSYNCs: one starts (counts FSYNCs in service at once) and is answered with the
+  // kernel's datasync flag and the way the flusher answered it.
+  void BeginSync();
+  void EndSync(bool datasync, DevfsFlusher::How how);
   // Writes the table (to the file named by the variable, or stderr).
   void Dump() const;
   void DumpTo(std::FILE* out) const;
@@ -89,6 +95,10 @@ class DevfsStats {
   std::array<Counter, kOps> counters_;
   std::atomic<uint64_t> in_flight_{0};
   std::atomic<uint64_t> in_flight_max_{0};
+  std::atomic<uint64_t> syncs_in_flight_{0};
+  std::atomic<uint64_t> syncs_in_flight_max_{0};
+  std::atomic<uint64_t> syncs_datasync_{0};
+  std::array<std::atomic<uint64_t>, 3> syncs_how_{};  // indexed by DevfsFlusher::How
 };
 
 }  // namespace volstack::exportfs

@@ -8,12 +8,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
+#include "bdev/forwarding_device.h"
 #include "bdev/memory_device.h"
 
 namespace volstack::exportfs {
 namespace {
+
+// A device that counts its flushes and can change size, as an LV does on lvextend.
+class WatchedDevice : public bdev::ForwardingDevice {
+ public:
+  explicit WatchedDevice(bdev::BlockDevicePtr target) : ForwardingDevice(std::move(target)) {}
+  void Resize(uint64_t size) { SetSize(size); }
+  int flushes() const { return flushes_.load(); }
+
+ protected:
+  Status DoFlush() override {
+    flushes_++;
+    return ForwardingDevice::DoFlush();
+  }
+
+ private:
+  std::atomic<int> flushes_{0};
+};
 
 class DevfsTest : public ::testing::Test {
  protected:
@@ -109,6 +129,56 @@ TEST_F(DevfsTest, DestructionWithAnOpenFileDoesNotHang) {
   char c;
   EXPECT_EQ(::pread(fd, &c, 1, 0), -1);  // the connection is gone
   ::close(fd);
+}
+
+TEST_F(DevfsTest, FsyncFlushesTheDeviceOnlyWhenSomethingWasWritten) {
+  auto watched = std::make_shared<WatchedDevice>(bdev::MemoryDevice::Create(1 << 20));
+  ASSERT_TRUE(registry_.Add("pool/watched", watched).ok());
+  const int fd = ::open(Path("pool/watched").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  std::vector<uint8_t> data(4096, 0x11);
+  ASSERT_EQ(::pwrite(fd, data.data(), data.size(), 0), 4096);
+  ASSERT_EQ(::fsync(fd), 0);
+  EXPECT_EQ(watched->flushes(), 1);
+  ASSERT_EQ(::fsync(fd), 0);  // nothing written since: no device flush
+  ASSERT_EQ(::fdatasync(fd), 0);
+  EXPECT_EQ(watched->flushes(), 1);
+  ASSERT_EQ(::pwrite(fd, data.data(), data.size(), 8192), 4096);
+  ASSERT_EQ(::fdatasync(fd), 0);
+  EXPECT_EQ(watched->flushes(), 2);
+  // A zeroing is a write too.
+  ASSERT_EQ(::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096), 0);
+  ASSERT_EQ(::fsync(fd), 0);
+  EXPECT_EQ(watched->flushes(), 3);
+  ::close(fd);
+}
+
+TEST_F(DevfsTest, ASizeChangeReachesTheKernelBeforeTheAttributeTimeout) {
+  fs_.reset();
+  auto watched = std::make_shared<WatchedDevice>(bdev::MemoryDevice::Create(8 << 20));
+  watched->Resize(4 << 20);
+  ASSERT_TRUE(registry_.Add("vg/lv", watched).ok());
+  DevfsOptions options;
+  options.attr_timeout = 3600;  // without a notification the kernel keeps the old size
+  auto fs = Devfs::Mount(dir_ + "/mnt", registry_, options);
+  ASSERT_TRUE(fs.ok()) << fs.status().ToString();
+  fs_ = std::move(*fs);
+  const std::string path = Path("vg/lv");
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  ASSERT_EQ(st.st_size, 4 << 20);
+
+  auto size_becomes = [&](off_t want) {
+    for (int i = 0; i < 300; i++) {  // up to 3 s; the watcher looks every 50 ms
+      if (::stat(path.c_str(), &st) == 0 && st.st_size == want) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  watched->Resize(8 << 20);  // lvextend
+  EXPECT_TRUE(size_becomes(8 << 20));
+  watched->Resize(2 << 20);  // lvreduce
+  EXPECT_TRUE(size_becomes(2 << 20));
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 #include "export/devfs_tree.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <ctime>
 
 #include "bdev/device_registry.h"
+#include "bdev/file_device.h"
 #include "util/check.h"
 
 namespace volstack::exportfs {
@@ -27,6 +30,14 @@ struct timespec Now() {
   return ts;
 }
 }  // namespace
+
+DevfsFile::DevfsFile(bdev::BlockDevicePtr device)
+    : io(device), flusher([device] { return device->Flush(); }) {
+  if (const auto* file = dynamic_cast<const bdev::FileDevice*>(device.get())) {
+    const int flags = ::fcntl(file->fd(), F_GETFL);
+    if (flags >= 0 && !(flags & O_DIRECT)) page_cache_fd = file->fd();
+  }
+}
 
 DevfsTree::DevfsTree() {
   Node root;
@@ -68,7 +79,10 @@ Result<std::optional<DevfsTree::Entry>> DevfsTree::Add(const std::string& path,
     child.name = parts[depth];
     child.is_dir = depth + 1 < parts.size();
     child.mtime = now;
-    if (!child.is_dir) child.io = std::make_shared<ByteRangeIo>(device);
+    if (!child.is_dir) {
+      child.file = std::make_shared<DevfsFile>(device);
+      child.seen_size = device->size();
+    }
     Node& parent = nodes_.at(dir);
     parent.children.emplace(child.name, child.ino);
     parent.mtime = now;
@@ -105,7 +119,7 @@ Result<std::vector<DevfsTree::Entry>> DevfsTree::Remove(const std::string& path)
     // The kernel may keep the inode (and so this node) long after the unlink; the device
     // must not stay open with it, or a removed volume could never be destroyed. Open file
     // handles hold their own reference.
-    node.io.reset();
+    node.file.reset();
     removed.push_back(Entry{node.parent, node.name, node.ino});
     const uint64_t up = node.parent;
     MaybeFreeLocked(ino);
@@ -159,10 +173,23 @@ std::optional<std::vector<DevfsTree::DirEntry>> DevfsTree::ReadDir(uint64_t ino)
   return entries;
 }
 
-std::shared_ptr<ByteRangeIo> DevfsTree::Open(uint64_t ino) const {
+std::shared_ptr<DevfsFile> DevfsTree::Open(uint64_t ino) const {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(ino);
-  return it == nodes_.end() ? nullptr : it->second.io;
+  return it == nodes_.end() ? nullptr : it->second.file;
+}
+
+std::vector<uint64_t> DevfsTree::TakeResized() {
+  std::vector<uint64_t> resized;
+  std::lock_guard lock(mu_);
+  for (auto& [ino, node] : nodes_) {
+    if (!node.file) continue;
+    const uint64_t size = node.file->io.size();
+    if (size == node.seen_size) continue;
+    node.seen_size = size;
+    resized.push_back(ino);
+  }
+  return resized;
 }
 
 size_t DevfsTree::node_count() const {
@@ -185,12 +212,12 @@ struct stat DevfsTree::StatLocked(const Node& node) const {
     st.st_blksize = 4096;
     return st;
   }
-  if (!node.io) {  // unlinked: the device is gone
+  if (!node.file) {  // unlinked: the device is gone
     st.st_mode = S_IFREG | 0600;
     st.st_blksize = 4096;
     return st;
   }
-  const bdev::Geometry g = node.io->device()->geometry();
+  const bdev::Geometry g = node.file->io.device()->geometry();
   st.st_mode = S_IFREG | (g.read_only ? 0400 : 0600);
   st.st_nlink = node.linked ? 1 : 0;
   st.st_size = static_cast<off_t>(g.size_bytes);

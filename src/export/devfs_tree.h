@@ -15,6 +15,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -25,8 +26,21 @@
 
 #include "bdev/block_device.h"
 #include "export/byte_range_io.h"
+#include "export/devfs_flush.h"
 
 namespace volstack::exportfs {
+
+// What an open devfs file works on: the device's byte-range I/O and the flusher that answers
+// its FSYNCs. One per device node, shared by every open handle of it.
+struct DevfsFile {
+  explicit DevfsFile(bdev::BlockDevicePtr device);
+  ByteRangeIo io;
+  DevfsFlusher flusher;
+  // For write-behind (DevfsOptions::write_behind): the fd of a FileDevice that writes
+  // through the host page cache (not O_DIRECT), else -1. Valid while `io` holds the device.
+  int page_cache_fd = -1;
+  std::atomic<bool> writeback_queued{false};  // DevfsWriteBehind: waiting for its thread
+};
 
 class DevfsTree {
  public:
@@ -61,7 +75,11 @@ class DevfsTree {
   // Children of a directory ("." and ".." included); nullopt if `ino` is not a live one.
   std::optional<std::vector<DirEntry>> ReadDir(uint64_t ino) const;
   // The I/O object of a file node; nullptr for directories and unknown inodes.
-  std::shared_ptr<ByteRangeIo> Open(uint64_t ino) const;
+  std::shared_ptr<DevfsFile> Open(uint64_t ino) const;
+  // Files (linked, of live devices) whose device size differs from the size this call last
+  // saw (or the size at Add), so the kernel can be told to drop their cached attributes. The
+  // sizes seen are updated.
+  std::vector<uint64_t> TakeResized();
 
   // For tests and the daemon's status: inodes held (live or waiting for FORGET).
   size_t node_count() const;
@@ -75,7 +93,8 @@ class DevfsTree {
     bool linked = true;                        // still in the tree
     uint64_t nlookup = 0;                      // kernel references
     std::map<std::string, uint64_t> children;  // directories only
-    std::shared_ptr<ByteRangeIo> io;           // files only
+    std::shared_ptr<DevfsFile> file;           // files only
+    uint64_t seen_size = 0;                    // files: device size at the last TakeResized
     struct timespec mtime {};
   };
 

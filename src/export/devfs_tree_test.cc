@@ -72,7 +72,7 @@ TEST(DevfsTree, RemovePrunesEmptyDirectoriesAndFreesOnForget) {
   EXPECT_TRUE(tree.GetAttr(lv->st_ino));
   EXPECT_EQ(tree.GetAttr(lv->st_ino)->st_nlink, 0u);
   std::vector<uint8_t> buf(512);
-  EXPECT_TRUE(io->Read(0, buf).ok());
+  EXPECT_TRUE(io->io.Read(0, buf).ok());
   tree.Forget(lv->st_ino, 1);
   tree.Forget(vg->st_ino, 1);
   EXPECT_FALSE(tree.GetAttr(lv->st_ino));
