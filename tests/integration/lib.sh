@@ -29,7 +29,15 @@ trap 'exit 130' INT TERM
 
 on_exit() { _cleanups+=("$*"); }
 on_exit_umount() { on_exit "umount $1 || umount -l $1"; }
-on_exit_detach_loop() { on_exit "losetup -d $1"; }
+# A loop number is reused as soon as it is free: a test that detached its loop itself must not
+# detach, at exit, whatever another test has bound to that number since. So only a loop whose
+# backing file is still under $T is detached.
+detach_loop_if_ours() {
+  local back
+  back=$(losetup -n -O BACK-FILE "$1" 2>/dev/null) || return 0
+  case "$back" in "$T"/*) losetup -d "$1" ;; esac
+}
+on_exit_detach_loop() { on_exit "detach_loop_if_ours $1"; }
 # Kills a PID we started and waits for it, so nothing outlives the test.
 on_exit_kill() { on_exit "kill $1; for _ in \$(seq 50); do kill -0 $1 || break; sleep 0.1; done; kill -9 $1; wait $1"; }
 
