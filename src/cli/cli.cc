@@ -1,5 +1,9 @@
 #include "cli/cli.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -78,8 +82,24 @@ const CLI::App* DeepestParsed(const CLI::App& app) {
 // holds open, with this process's stdio; without one, the same code runs here. The daemon and
 // the verbs that start or serve a stack on their own always run here (`nbd` is forwarded:
 // the daemon serves NBD itself, see export_nbd.cc).
+// The daemon holds its pid file locked until it has closed every device, which is after its
+// control socket stops answering. Returns once that lock is free (or after 30 s).
+void WaitForDaemonExit(const stack::StateDir& state) {
+  for (int i = 0; i < 600; i++) {
+    const int fd = ::open(state.pid_path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    const bool free = ::flock(fd, LOCK_SH | LOCK_NB) == 0;
+    ::close(fd);
+    if (free) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 std::optional<int> ForwardToDaemonIfRunning(int argc, char** argv) {
   if (stack::Daemon::Current() != nullptr) return std::nullopt;
+  // A background mover started by `pvmove -b` holds its VG's mover lock and must run here:
+  // a daemon could not take that lock over.
+  if (std::getenv("VOLSTACK_PVMOVE_LOCK_FD") != nullptr) return std::nullopt;
   std::string state_dir = stack::kDefaultStateDir;
   if (const char* env = std::getenv("VOLSTACK_STATE_DIR"); env && *env) state_dir = env;
   std::string verb;
@@ -109,6 +129,7 @@ std::optional<int> ForwardToDaemonIfRunning(int argc, char** argv) {
     for (int i = 0; i < 600 && stack::DaemonIsRunning(state.socket_path()); i++) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    WaitForDaemonExit(state);
   }
   return *code;
 }

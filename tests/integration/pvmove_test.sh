@@ -17,7 +17,6 @@ need_root
 need_cmd mkfs.xfs losetup mount sha256sum lvm
 [ -e /dev/fuse ] || skip "needs /dev/fuse"
 setup_lvm2_env
-LC=(--config 'global{activation=0}')
 
 echo "== 1. offline: interrupted move, as lvm2 sees it; resume"
 truncate -s 64M "$T/a.img" "$T/b.img" "$T/c.img"
@@ -30,6 +29,7 @@ vs lvs -a --noheadings -o lv_name,move_pv vgm >"$T/lvs.vs"
 grep -q '\[pvmove0\] *'"$T/a.img" "$T/lvs.vs" || fail "volstack lvs during the move: $(cat "$T/lvs.vs")"
 la=$(losetup -f -r --show "$T/a.img"); on_exit_detach_loop "$la"
 lb=$(losetup -f -r --show "$T/b.img"); on_exit_detach_loop "$lb"
+lvm2_config_for "$la" "$lb"  # other tests' VGs (a vgm too) stay out of lvm2's sight
 lvm lvs "${LC[@]}" -a --noheadings -o lv_name,lv_attr,move_pv vgm >"$T/lvs.lvm2" 2>"$T/lvm2.err" ||
   fail "lvm2 lvs rejects the in-progress metadata: $(cat "$T/lvm2.err")"
 grep -q '\[pvmove0\] *p' "$T/lvs.lvm2" || fail "lvm2 does not show pvmove0: $(cat "$T/lvs.lvm2")"
@@ -39,6 +39,7 @@ vs pvmove >"$T/resume.out" || fail "resume failed"
 grep -q "Moved: 100.00%" "$T/resume.out" || fail "no final progress line: $(cat "$T/resume.out")"
 la=$(losetup -f -r --show "$T/a.img"); on_exit_detach_loop "$la"
 lb=$(losetup -f -r --show "$T/b.img"); on_exit_detach_loop "$lb"
+lvm2_config_for "$la" "$lb"  # other tests' VGs (a vgm too) stay out of lvm2's sight
 lvm vgck "${LC[@]}" vgm 2>"$T/lvm2.err" || fail "lvm2 vgck after the move: $(cat "$T/lvm2.err")"
 devs=$(lvm lvs "${LC[@]}" -a --noheadings -o lv_name,devices vgm 2>/dev/null)
 echo "$devs" | grep -q pvmove && fail "pvmove0 left behind: $devs"
