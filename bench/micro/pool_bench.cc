@@ -305,6 +305,12 @@ void FillBoth(RawFile& raw, PoolVol& pv, uint64_t size) {
   if (!pv.pool->Sync().ok()) Die("sync");
 }
 
+// The read benchmarks' variants: /0 is the comparison the target is stated for.
+void ReadVariants(benchmark::internal::Benchmark* b) {
+  for (int mode : {kDefault, kNoDataCache, kSmallCache, kCold, kDirect, kWarm}) b->Arg(mode);
+  b->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
+}
+
 void RandRead4K(benchmark::State& state) {
   const int mode = static_cast<int>(state.range(0));
   const uint64_t size = 256 * kMiB;
@@ -346,16 +352,7 @@ void RandRead4K(benchmark::State& state) {
   ReportCache(state, pv, before);
   state.counters["cpu_ratio"] = ref_cpu / pool_cpu;
 }
-BENCHMARK(RandRead4K)
-    ->Arg(kDefault)
-    ->Arg(kNoDataCache)
-    ->Arg(kSmallCache)
-    ->Arg(kCold)
-    ->Arg(kDirect)
-    ->Arg(kWarm)
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(5)
-    ->UseRealTime();
+BENCHMARK(RandRead4K)->Apply(ReadVariants);
 
 void SeqRead1M(benchmark::State& state) {
   const int mode = static_cast<int>(state.range(0));
@@ -392,16 +389,7 @@ void SeqRead1M(benchmark::State& state) {
   ReportCache(state, pv, before);
   state.counters["cpu_ratio"] = ref_cpu / pool_cpu;
 }
-BENCHMARK(SeqRead1M)
-    ->Arg(kDefault)
-    ->Arg(kNoDataCache)
-    ->Arg(kSmallCache)
-    ->Arg(kCold)
-    ->Arg(kDirect)
-    ->Arg(kWarm)
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(5)
-    ->UseRealTime();
+BENCHMARK(SeqRead1M)->Apply(ReadVariants);
 
 void WriteAmp(benchmark::State& state) {
   const uint32_t vbs = static_cast<uint32_t>(state.range(0));
