@@ -53,7 +53,7 @@ struct DevfsArgs {
   int nice = -10;
   // Comparison switches for the benchmark (both on by default; docs/exports.md).
   bool fsync_each = false;
-  bool no_write_behind = false;
+  bool write_behind = false;
   bool write_behind_inline = false;
 };
 
@@ -120,7 +120,7 @@ int RunDevfs(Context& ctx, const DevfsArgs& args) {
     options.max_write = args.max_write_kib * 1024;
     options.attr_timeout = args.attr_timeout;
     options.coalesce_fsync = !args.fsync_each;
-    options.write_behind = !args.no_write_behind;
+    options.write_behind = args.write_behind || args.write_behind_inline;
     options.write_behind_inline = args.write_behind_inline;
     VS_ASSIGN_OR_RETURN(devfs, exportfs::Devfs::Mount(dir, *registry, options));
     return Status::Ok();
@@ -178,8 +178,8 @@ void RegisterDevfsVerb(CLI::App& app, Context& ctx) {
                  "Keep host readahead on devices named by path");
   verb->add_flag("--fsync-each", args->fsync_each,
                  "One device flush per FSYNC (no group commit, no clean skip)");
-  verb->add_flag("--no-write-behind", args->no_write_behind,
-                 "Do not start writing back page-cache-backed files after each write");
+  verb->add_flag("--write-behind", args->write_behind,
+                 "Start writing back page-cache-backed files after writes (helps when loaded)");
   verb->add_flag("--write-behind-inline", args->write_behind_inline,
                  "Start each write's write-back on the FUSE thread (comparison)");
   verb->add_option("NAME", args->names, "Devices: NAME, PATH or NAME=PATH");
