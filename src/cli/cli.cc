@@ -78,10 +78,6 @@ const CLI::App* DeepestParsed(const CLI::App& app) {
   return &app;
 }
 
-// With a daemon running for the state dir, a command runs inside it, against the devices it
-// holds open, with this process's stdio; without one, the same code runs here. The daemon and
-// the verbs that start or serve a stack on their own always run here (`nbd` is forwarded:
-// the daemon serves NBD itself, see export_nbd.cc).
 // The daemon holds its pid file locked until it has closed every device, which is after its
 // control socket stops answering. Returns once that lock is free (or after 30 s).
 void WaitForDaemonExit(const stack::StateDir& state) {
@@ -95,6 +91,10 @@ void WaitForDaemonExit(const stack::StateDir& state) {
   }
 }
 
+// With a daemon running for the state dir, a command runs inside it, against the devices it
+// holds open, with this process's stdio; without one, the same code runs here. The daemon and
+// the verbs that start or serve a stack on their own always run here (`nbd` is forwarded:
+// the daemon serves NBD itself, see export_nbd.cc).
 std::optional<int> ForwardToDaemonIfRunning(int argc, char** argv) {
   if (stack::Daemon::Current() != nullptr) return std::nullopt;
   // A background mover started by `pvmove -b` holds its VG's mover lock and must run here:
