@@ -103,6 +103,14 @@ Status BlockDevice::WriteV(uint64_t offset, std::span<const std::span<const uint
 
 Status BlockDevice::Flush() { return DoFlush(); }
 
+void BlockDevice::StartWriteback(uint64_t offset, uint64_t length) {
+  const uint64_t end = size();
+  if (offset >= end || length == 0) return;
+  DoStartWriteback(offset, std::min(length, end - offset));
+}
+
+void BlockDevice::DoStartWriteback(uint64_t, uint64_t) {}
+
 Status BlockDevice::Discard(uint64_t offset, uint64_t length) {
   if (geometry_.read_only) return Status::ReadOnly(name_ + ": discard on a read-only device");
   if (!geometry_.caps.discard) return Status::NotSupported(name_ + ": discard");

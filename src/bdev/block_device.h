@@ -35,6 +35,14 @@
 // DoWrite; a device overrides it only to go faster (FileDevice: pwritev) or to keep it one
 // request (ForwardingDevice forwards it, so observers and FaultDevice see one write).
 //
+// Write-back hints: StartWriteback(offset, length) tells the device that a Flush() is coming
+// for what earlier writes left in [offset, offset + length), so it may start moving those
+// bytes to stable storage now, without waiting (a file: sync_file_range WRITE; the pool's
+// commit hints each large run it writes, so the disk works while the commit writes the
+// rest). It promises nothing: durability still comes only from Flush() or FUA. Ranges are
+// clipped to the device; the default does nothing, so a remapper that does not pass it on
+// is merely slower.
+//
 // Layers: an observer (trace, stats) derives from ForwardingDevice; a remapper (slice, LV,
 // pool volume) derives from BlockDevice and implements every pure Do* hook, so an operation
 // added here later cannot slip through it unshifted (DoWriteV needs no override: its default
@@ -118,6 +126,9 @@ class BlockDevice {
                 WriteOptions opts = {});
   // Makes every previously completed write durable.
   Status Flush();
+  // A hint that a Flush() will follow: start writing back this range's completed writes.
+  // No effect on durability; never fails.
+  void StartWriteback(uint64_t offset, uint64_t length);
   // Tells the device the range's contents are no longer needed; afterwards the range reads
   // as zeroes or as the old data (as with TRIM; callers needing zeroes use WriteZeroes).
   Status Discard(uint64_t offset, uint64_t length);
@@ -143,6 +154,8 @@ class BlockDevice {
   // single pieces may be of any length (empty too). Default: in order through DoWrite.
   virtual Status DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
                           WriteOptions opts);
+  // The range is clipped to the device and not empty. Default: nothing.
+  virtual void DoStartWriteback(uint64_t offset, uint64_t length);
   // Called only when caps.discard.
   virtual Status DoDiscard(uint64_t offset, uint64_t length);
   // Called only when caps.write_zeroes; otherwise the base writes zero buffers.

@@ -348,6 +348,24 @@ TYPED_TEST_P(BlockDeviceConformance, FuaWritesAndFlush) {
   EXPECT_TRUE(d.Flush().ok());  // flushing twice, or with nothing to flush, is fine
 }
 
+// A write-back hint is only a hint: any range, clipped or not, leaves the contents alone.
+TYPED_TEST_P(BlockDeviceConformance, WritebackHintsChangeNothing) {
+  using volstack::bdev::testing::RandomBytes;
+  auto& d = *this->dev_;
+  const uint64_t lbs = this->lbs_;
+  auto a = RandomBytes(8 * lbs, 23);
+  this->WriteOk(0, a);
+  d.StartWriteback(0, 8 * lbs);
+  d.StartWriteback(3, 5);
+  d.StartWriteback(d.size() - lbs, 1ull << 40);
+  d.StartWriteback(d.size(), lbs);
+  d.StartWriteback(~0ull - 1, 2);
+  EXPECT_EQ(this->ReadBack(0, 8 * lbs), a);
+  auto s = d.Flush();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(this->ReadBack(0, 8 * lbs), a);
+}
+
 TYPED_TEST_P(BlockDeviceConformance, ConcurrentWritersToDisjointRanges) {
   using volstack::bdev::testing::RandomBytes;
   auto& d = *this->dev_;
@@ -492,6 +510,6 @@ REGISTER_TYPED_TEST_SUITE_P(BlockDeviceConformance, GeometryIsConsistent,
                             ZeroLengthRequestsSucceed, WriteReadRoundTrip,
                             LargeAndOverlappingWrites, WriteZeroesReadsZero,
                             DiscardLeavesZeroesOrOldData, AllocationQueryCoversRangeInOrder,
-                            FuaWritesAndFlush, ConcurrentWritersToDisjointRanges,
-                            VectoredWritesLandAsOneWrite, VectoredWritesAreCheckedAtTheBoundary,
-                            ReadOnlyRejectsMutations);
+                            FuaWritesAndFlush, WritebackHintsChangeNothing,
+                            ConcurrentWritersToDisjointRanges, VectoredWritesLandAsOneWrite,
+                            VectoredWritesAreCheckedAtTheBoundary, ReadOnlyRejectsMutations);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bdev/slice_device.h"
 #include "bdev/trace_device.h"
 
 namespace volstack::bdev {
@@ -29,6 +30,12 @@ class ScriptedDevice final : public BlockDevice {
   Result<std::vector<AllocationExtent>> DoQueryAllocation(uint64_t, uint64_t) override {
     return answer;
   }
+  void DoStartWriteback(uint64_t offset, uint64_t length) override {
+    hints.emplace_back(offset, length);
+  }
+
+ public:
+  std::vector<std::pair<uint64_t, uint64_t>> hints;
 
  private:
   std::vector<uint8_t> data_;
@@ -95,6 +102,21 @@ TEST(BlockDeviceTest, ChecksReadOnlyBeforeRangeAndAlignment) {
   std::vector<uint8_t> buf(100);
   EXPECT_EQ(dev.Write(3, buf).code(), EROFS);
   EXPECT_EQ(dev.Read(3, buf).code(), EINVAL);
+}
+
+TEST(BlockDeviceTest, WritebackHintsAreClippedAndPassedDownShifted) {
+  using Hints = std::vector<std::pair<uint64_t, uint64_t>>;
+  auto base = std::make_shared<ScriptedDevice>(Plain(4 << 20));
+  base->StartWriteback((4 << 20) - 512, 8192);  // clipped to the end
+  base->StartWriteback(4 << 20, 512);           // wholly past the end: dropped
+  base->StartWriteback(0, 0);                   // empty: dropped
+  EXPECT_EQ(base->hints, (Hints{{(4 << 20) - 512, 512}}));
+  base->hints.clear();
+  auto trace = TraceDevice::Create(base);
+  auto slice = SliceDevice::Create(trace, {.offset = 1 << 20, .size = 1 << 20});
+  ASSERT_TRUE(slice.ok()) << slice.status().ToString();
+  (*slice)->StartWriteback(4096, 2 << 20);  // clipped to the slice, then shifted
+  EXPECT_EQ(base->hints, (Hints{{(1 << 20) + 4096, (1 << 20) - 4096}}));
 }
 
 }  // namespace

@@ -32,6 +32,10 @@ Status ForwardingDevice::DoWriteV(uint64_t offset, std::span<const std::span<con
 
 Status ForwardingDevice::DoFlush() { return target_->Flush(); }
 
+void ForwardingDevice::DoStartWriteback(uint64_t offset, uint64_t length) {
+  target_->StartWriteback(offset, length);
+}
+
 Status ForwardingDevice::DoDiscard(uint64_t offset, uint64_t length) {
   return target_->Discard(offset, length);
 }

@@ -61,6 +61,10 @@ Status SliceDevice::DoWriteV(uint64_t offset, std::span<const std::span<const ui
 
 Status SliceDevice::DoFlush() { return below_->Flush(); }
 
+void SliceDevice::DoStartWriteback(uint64_t offset, uint64_t length) {
+  below_->StartWriteback(offset_ + offset, length);
+}
+
 Status SliceDevice::DoDiscard(uint64_t offset, uint64_t length) {
   return below_->Discard(offset_ + offset, length);
 }

@@ -45,6 +45,7 @@ class SliceDevice final : public BlockDevice {
   Status DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
                   WriteOptions opts) override;
   Status DoFlush() override;
+  void DoStartWriteback(uint64_t offset, uint64_t length) override;
   Status DoDiscard(uint64_t offset, uint64_t length) override;
   Status DoWriteZeroes(uint64_t offset, uint64_t length, ZeroOptions opts) override;
   Result<std::vector<AllocationExtent>> DoQueryAllocation(uint64_t offset,

@@ -137,6 +137,9 @@ class PoolImpl {
 
   Status Sync();        // takes sync_mu
   Status SyncLocked();  // sync_mu held
+  // The sync thread's commit on a kick: skipped when, once sync_mu is held, less than
+  // `bytes` is dirty (a commit that ran meanwhile took the data that kicked it).
+  Status SyncIfDirtyAtLeast(uint64_t bytes);
   Result<Dva> AllocateLocked(uint64_t size);
   void ReleaseLocked(const Dva& dva);  // back to the free set
   Status WriteMetaBlock(SyncContext& ctx, BlockType type, std::vector<uint8_t> data, BlockPtr* bp);

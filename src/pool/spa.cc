@@ -208,6 +208,15 @@ void PoolImpl::Throttle() {
   });
 }
 
+Status PoolImpl::SyncIfDirtyAtLeast(uint64_t bytes) {
+  std::lock_guard l(sync_mu);
+  // The commit that held sync_mu meanwhile (typically a Flush()'s) may already have taken
+  // the data that kicked us; committing the little written since would cost a txg (two
+  // vdev flushes) for nothing.
+  if (dirty_bytes.load() < bytes) return Status::Ok();
+  return SyncLocked();
+}
+
 void PoolImpl::StartSyncThread() {
   if (!tuning.sync_thread) return;
   sync_thread = std::thread([this] {
@@ -215,9 +224,15 @@ void PoolImpl::StartSyncThread() {
     while (!stop_thread) {
       cv.wait_for(l, tuning.txg_timeout, [&] { return stop_thread || kick; });
       if (stop_thread) break;
+      const bool kicked = kick;
       kick = false;
       l.unlock();
-      Sync().IgnoreError();  // a failure suspends the pool; callers see it on their I/O
+      // A failure suspends the pool; callers see it on their I/O.
+      if (kicked) {
+        SyncIfDirtyAtLeast(tuning.dirty_max_bytes / 4).IgnoreError();
+      } else {
+        Sync().IgnoreError();
+      }
       l.lock();
     }
   });

@@ -456,5 +456,41 @@ TEST(PoolTest, ThrottleKeepsDirtyDataBounded) {
   ExpectConsistent(*p, false);
 }
 
+TEST(PoolTest, AKickTakenByAnotherCommitCommitsNoTxg) {
+  Fixture f;
+  f.devs.push_back(bdev::MemoryDevice::Create(256 * kMiB));
+  PoolCreateOptions o;
+  o.tuning.dirty_max_bytes = 4 * kMiB;  // the sync thread is kicked at 1 MiB dirty
+  o.tuning.txg_timeout = std::chrono::hours(1);
+  o.tuning.sync_thread = true;
+  auto p = *Pool::Create("trunk", f.devs, o);
+  VolumeOptions vo;
+  vo.volsize = 64 * kMiB;
+  vo.sparse = true;
+  ASSERT_TRUE(p->CreateVolume("trunk/v", vo).ok());
+  auto dev = *p->OpenVolume("trunk/v");
+  PoolImpl& impl = *p->impl();
+  {
+    // As a Flush() falling back to a txg does: the kicked sync thread waits for sync_mu
+    // while this commit takes the data that kicked it.
+    std::lock_guard l(impl.sync_mu);
+    ASSERT_TRUE(dev->Write(0, Pattern(2 * kMiB, 3)).ok());
+    ASSERT_TRUE(impl.SyncLocked().ok());
+    ASSERT_TRUE(dev->Write(4 * kMiB, Pattern(16384, 4)).ok());
+  }
+  const uint64_t synced = impl.synced_txg.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(impl.synced_txg.load(), synced);
+  EXPECT_EQ(impl.dirty_bytes.load(), 16384u);
+  // Past the threshold again, a kick commits.
+  ASSERT_TRUE(dev->Write(8 * kMiB, Pattern(2 * kMiB, 5)).ok());
+  for (int i = 0; i < 500 && impl.synced_txg.load() == synced; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(impl.synced_txg.load(), synced);
+  ASSERT_TRUE(dev->Flush().ok());
+  ExpectConsistent(*p, false);
+}
+
 }  // namespace
 }  // namespace volstack::pool

@@ -33,13 +33,18 @@ class RunWriter {
   }
   Status Flush() {
     if (pieces_.empty()) return Status::Ok();
-    Status st = pool_->vdevs[vdev_]->device()->WriteV(start_, pieces_);
+    bdev::BlockDevice& vdev = *pool_->vdevs[vdev_]->device();
+    Status st = vdev.WriteV(start_, pieces_);
     pieces_.clear();
+    // The commit flushes right after its writes: a long run can start for the disk now,
+    // while the rest is written. Short runs (random writes) would only add system calls.
+    if (st.ok() && end_ - start_ >= kHintRun) vdev.StartWriteback(start_, end_ - start_);
     return st;
   }
 
  private:
   static constexpr uint64_t kMaxRun = 1 << 20;
+  static constexpr uint64_t kHintRun = 256 << 10;
   static constexpr uint8_t kZeroPad[64 * 1024] = {};  // asize - size < 2^ashift <= 64 KiB
 
   PoolImpl* const pool_;
@@ -48,8 +53,9 @@ class RunWriter {
   std::vector<std::span<const uint8_t>> pieces_;
 };
 
-// Txgs with at least this much data checksum on a helper thread while the commit writes.
-constexpr uint64_t kParallelChecksumBytes = 1 << 20;
+// Txgs with at least this much data are checksummed and cached on a helper thread while the
+// commit writes.
+constexpr uint64_t kHelperThreadBytes = 1 << 20;
 
 bool AllZero(const uint8_t* p, size_t n) {
   static const uint8_t kZero[4096] = {};
@@ -464,22 +470,28 @@ Status Volume::SyncTree(SyncContext& ctx) {
     fresh.emplace_back(blkid, bp);  // reserved: the pointer below stays valid
     if (!bp.IsHole()) data.emplace_back(&fresh.back().second, buf.get());
   }
-  // The writes and the checksums only read the buffers, so a large txg checksums on a helper
-  // thread while this one writes (on two cores the checksums then cost no time).
-  auto checksum_all = [&] {
+  // The writes, the checksums and the copies into the block cache only read the buffers, so
+  // a large txg checksums and caches on a helper thread while this one writes (on two cores
+  // that work then costs no time). Written data is what a reader asks for next, as the host
+  // page cache would have it. Caching before the write completes is safe: the bytes are
+  // final, the key (address, txg) is new, and a failed commit suspends the pool (no reads).
+  auto checksum_and_cache = [&] {
     for (auto& [bp, buf] : data) {
       bp->checksum = ComputeChecksum(cksum, std::span<const uint8_t>(buf, vbs_));
     }
+    for (auto& [bp, buf] : data) {
+      pool_->CacheCommitted(bp->dva[0], std::span<const uint8_t>(buf, vbs_), ctx.txg);
+    }
   };
   std::thread helper;
-  if (data.size() * vbs_ >= kParallelChecksumBytes) {
+  if (data.size() * vbs_ >= kHelperThreadBytes) {
     try {
-      helper = std::thread(checksum_all);
+      helper = std::thread(checksum_and_cache);
     } catch (const std::system_error&) {
-      // No thread to be had: checksum here (below).
+      // No thread to be had: do it here (below).
     }
   }
-  if (!helper.joinable()) checksum_all();
+  if (!helper.joinable()) checksum_and_cache();
   RunWriter writer(pool_);
   Status written;
   for (auto& [bp, buf] : data) {
@@ -489,10 +501,6 @@ Status Volume::SyncTree(SyncContext& ctx) {
   if (written.ok()) written = writer.Flush();
   if (helper.joinable()) helper.join();
   VS_RETURN_IF_ERROR(written);
-  // Written data is what a reader asks for next, as the host page cache would have it.
-  for (auto& [bp, buf] : data) {
-    pool_->CacheCommitted(bp->dva[0], std::span<const uint8_t>(buf, vbs_), ctx.txg);
-  }
 
   std::lock_guard l(tree_mu_);
   std::vector<std::set<uint64_t>> dirty(phys_.levels + 2);
