@@ -13,31 +13,15 @@
 #include "pool/checker.h"
 #include "pool/label_format.h"
 #include "pool/pool_impl.h"
+#include "pool/test_util.h"
 
 namespace volstack::pool {
 namespace {
 
-constexpr uint64_t kMiB = 1 << 20;
-
-PoolTuning TestTuning() {
-  PoolTuning t;
-  t.sync_thread = false;
-  t.dirty_max_bytes = 16 * kMiB;
-  return t;
-}
-
-std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<uint8_t> v(n);
-  for (auto& b : v) b = static_cast<uint8_t>(rng() | 1);
-  return v;
-}
-
-void ExpectConsistent(Pool& pool, bool verify_data = true) {
-  auto r = CheckPool(pool, verify_data);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE(r->ok()) << r->Summary();
-}
+using testing::ExpectConsistent;
+using testing::kMiB;
+using testing::Pattern;
+using testing::TestTuning;
 
 struct Fixture {
   std::vector<bdev::BlockDevicePtr> devs;

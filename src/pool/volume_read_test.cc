@@ -13,28 +13,17 @@
 #include "bdev/fault_device.h"
 #include "bdev/memory_device.h"
 #include "bdev/trace_device.h"
-#include "pool/checker.h"
 #include "pool/pool_impl.h"
 #include "pool/spa.h"
+#include "pool/test_util.h"
 
 namespace volstack::pool {
 namespace {
 
-constexpr uint64_t kMiB = 1 << 20;
-
-PoolTuning TestTuning() {
-  PoolTuning t;
-  t.sync_thread = false;
-  t.dirty_max_bytes = 16 * kMiB;
-  return t;
-}
-
-std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<uint8_t> v(n);
-  for (auto& b : v) b = static_cast<uint8_t>(rng() | 1);
-  return v;
-}
+using testing::ExpectConsistent;
+using testing::kMiB;
+using testing::Pattern;
+using testing::TestTuning;
 
 struct Setup {
   std::shared_ptr<bdev::TraceDevice> trace;
@@ -86,9 +75,7 @@ TEST(VolumeReadTest, MixedDirtyCommittedAndHolesMatchTheModel) {
     }
     ASSERT_TRUE(s.dev->Flush().ok());  // second round: everything committed
   }
-  auto r = CheckPool(*s.pool, true);
-  ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(r->ok()) << r->Summary();
+  ExpectConsistent(*s.pool);
 }
 
 TEST(VolumeReadTest, AdjacentBlocksAreReadWithOneVdevRead) {

@@ -12,26 +12,21 @@
 #include <thread>
 
 #include "bdev/fault_device.h"
-#include "pool/checker.h"
 #include "pool/pool_impl.h"
 #include "pool/spa.h"
+#include "pool/test_util.h"
 #include "pool/zil_format.h"
 #include "util/coding.h"
 
 namespace volstack::pool {
 namespace {
 
-constexpr uint64_t kMiB = 1 << 20;
-
-std::vector<uint8_t> Bytes(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<uint8_t> d(n);
-  for (auto& b : d) b = static_cast<uint8_t>(rng());
-  return d;
-}
+using testing::ExpectConsistent;
+using testing::kMiB;
+using testing::Pattern;
 
 TEST(ZilFormatTest, BlockRoundTripAndRejects) {
-  auto data = Bytes(3000, 1);
+  auto data = Pattern(3000, 1);
   ZilRecordRef recs[2];
   recs[0] = {ZilRecordType::kWrite, kZilRecordContinued, 7, 4096, data.size(), data.data()};
   recs[1] = {ZilRecordType::kZero, 0, 8, 1 << 20, 65536, nullptr};
@@ -114,22 +109,16 @@ std::shared_ptr<Zil> ZilOf(Pool& pool) {
   return p.zil->Get(p.volumes.at("tank/v"));
 }
 
-void ExpectClean(Pool& pool) {
-  auto r = CheckPool(pool, true);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE(r->ok()) << r->Summary();
-}
-
 TEST(ZilTest, FlushWritesTheLogNotATxg) {
   Rig rig;
   auto zil = ZilOf(*rig.pool);
-  auto d = Bytes(4096, 2);
+  auto d = Pattern(4096, 2);
   ASSERT_TRUE(rig.vol->Write(0, d).ok());
   ASSERT_TRUE(rig.vol->Flush().ok());  // no chain yet: this one commits a txg
   const uint64_t txg = rig.pool->Info().txg;
   const auto before = rig.fault->counters();
   for (int i = 1; i <= 20; i++) {
-    ASSERT_TRUE(rig.vol->Write(i * 8192, Bytes(4096, 2 + i)).ok());
+    ASSERT_TRUE(rig.vol->Write(i * 8192, Pattern(4096, 2 + i)).ok());
     ASSERT_TRUE(rig.vol->Flush().ok());
   }
   EXPECT_EQ(rig.pool->Info().txg, txg) << "a flush committed a txg";
@@ -138,7 +127,7 @@ TEST(ZilTest, FlushWritesTheLogNotATxg) {
   // One log write and one vdev flush per volume flush.
   EXPECT_EQ(after[bdev::OpType::kWrite] - before[bdev::OpType::kWrite], 20u);
   EXPECT_EQ(after[bdev::OpType::kFlush] - before[bdev::OpType::kFlush], 20u);
-  ExpectClean(*rig.pool);
+  ExpectConsistent(*rig.pool);
 }
 
 TEST(ZilTest, AFlushCoveredByARunningCommitCommitsNoTxgOfItsOwn) {
@@ -149,7 +138,7 @@ TEST(ZilTest, AFlushCoveredByARunningCommitCommitsNoTxgOfItsOwn) {
   rig.StartLog();
   auto zil = ZilOf(*rig.pool);
   PoolImpl& impl = *rig.pool->impl();
-  ASSERT_TRUE(rig.vol->Write(0, Bytes(5 * kMiB, 3)).ok());
+  ASSERT_TRUE(rig.vol->Write(0, Pattern(5 * kMiB, 3)).ok());
   const uint64_t txg = rig.pool->Info().txg;
   const uint64_t fallbacks = zil->txg_fallbacks();
   Status flushed;
@@ -170,8 +159,8 @@ TEST(ZilTest, AFlushCoveredByARunningCommitCommitsNoTxgOfItsOwn) {
   auto vol = *pool->OpenVolume("tank/v");
   std::vector<uint8_t> back(5 * kMiB);
   ASSERT_TRUE(vol->Read(0, back).ok());
-  EXPECT_EQ(back, Bytes(5 * kMiB, 3));
-  ExpectClean(*pool);
+  EXPECT_EQ(back, Pattern(5 * kMiB, 3));
+  ExpectConsistent(*pool);
 }
 
 TEST(ZilTest, ReplayRestoresFlushedWritesAfterPowerCut) {
@@ -186,7 +175,7 @@ TEST(ZilTest, ReplayRestoresFlushedWritesAfterPowerCut) {
       ASSERT_TRUE(rig.vol->Discard(off, len).ok());
       std::fill(model.begin() + off, model.begin() + off + len, 0);
     } else {
-      auto d = Bytes(len, i);
+      auto d = Pattern(len, i);
       ASSERT_TRUE(rig.vol->Write(off, d).ok());
       std::copy(d.begin(), d.end(), model.begin() + off);
     }
@@ -201,7 +190,7 @@ TEST(ZilTest, ReplayRestoresFlushedWritesAfterPowerCut) {
   auto zil = ZilOf(*rig.pool);
   EXPECT_GT(zil->log_commits(), 10u);
   // Unflushed writes after the last flush may be lost; the cut drops them.
-  ASSERT_TRUE(rig.vol->Write(0, Bytes(4096, 999)).ok());
+  ASSERT_TRUE(rig.vol->Write(0, Pattern(4096, 999)).ok());
   auto pool = rig.CrashAndImport();
   ASSERT_TRUE(pool);
   EXPECT_GT(pool->impl()->zil->replayed_records(), 0u);
@@ -209,7 +198,7 @@ TEST(ZilTest, ReplayRestoresFlushedWritesAfterPowerCut) {
   std::vector<uint8_t> got(model.size());
   ASSERT_TRUE(vol->Read(0, got).ok());
   EXPECT_TRUE(got == model);
-  ExpectClean(*pool);
+  ExpectConsistent(*pool);
   // The replay committed: a second crash right away loses nothing and replays nothing.
   rig.pool = pool;
   rig.vol = vol;
@@ -228,7 +217,7 @@ TEST(ZilTest, LargeCommitsSplitOverBlocksAndReplayInSteps) {
   std::fill(model.end() - 4096, model.end(), 1);
   // 3 MiB in one commit: records split over ~25 blocks of 128 KiB, one big replay.
   for (uint64_t off = 0; off < 3 * kMiB; off += 300 * 1024) {
-    auto d = Bytes(300 * 1024, off);
+    auto d = Pattern(300 * 1024, off);
     const uint64_t len = std::min<uint64_t>(d.size(), 3 * kMiB - off);
     ASSERT_TRUE(rig.vol->Write(off, std::span<const uint8_t>(d.data(), len)).ok());
     std::copy(d.begin(), d.begin() + len, model.begin() + off);
@@ -249,15 +238,15 @@ TEST(ZilTest, LargeCommitsSplitOverBlocksAndReplayInSteps) {
   std::vector<uint8_t> got(model.size());
   ASSERT_TRUE((*(*pool)->OpenVolume("tank/v"))->Read(0, got).ok());
   EXPECT_TRUE(got == model);
-  ExpectClean(**pool);
+  ExpectConsistent(**pool);
 }
 
 TEST(ZilTest, CloseLeavesNoLogAndTheReserveReturns) {
   Rig rig;
   const uint64_t free0 = rig.pool->Info().free;
-  ASSERT_TRUE(rig.vol->Write(0, Bytes(4096, 1)).ok());
+  ASSERT_TRUE(rig.vol->Write(0, Pattern(4096, 1)).ok());
   ASSERT_TRUE(rig.vol->Flush().ok());
-  ASSERT_TRUE(rig.vol->Write(4096, Bytes(4096, 2)).ok());
+  ASSERT_TRUE(rig.vol->Write(4096, Pattern(4096, 2)).ok());
   ASSERT_TRUE(rig.vol->Flush().ok());
   EXPECT_LT(rig.pool->Info().free, free0 - (1 << 20)) << "no log reserve was carved";
   rig.vol.reset();
@@ -269,17 +258,17 @@ TEST(ZilTest, CloseLeavesNoLogAndTheReserveReturns) {
   for (const auto& d : (*pool)->impl()->volumes) EXPECT_TRUE(d.second->phys().zil.empty());
   std::vector<uint8_t> got(8192);
   ASSERT_TRUE((*(*pool)->OpenVolume("tank/v"))->Read(0, got).ok());
-  auto a = Bytes(4096, 1), b = Bytes(4096, 2);
+  auto a = Pattern(4096, 1), b = Pattern(4096, 2);
   EXPECT_TRUE(std::equal(a.begin(), a.end(), got.begin()));
   EXPECT_TRUE(std::equal(b.begin(), b.end(), got.begin() + 4096));
-  ExpectClean(**pool);
+  ExpectConsistent(**pool);
 }
 
 TEST(ZilTest, LogbiasThroughputCommitsATxgPerFlush) {
   Rig rig(5, 4096, "throughput");
   const uint64_t txg = rig.pool->Info().txg;
   for (int i = 0; i < 5; i++) {
-    ASSERT_TRUE(rig.vol->Write(i * 4096, Bytes(4096, i)).ok());
+    ASSERT_TRUE(rig.vol->Write(i * 4096, Pattern(4096, i)).ok());
     ASSERT_TRUE(rig.vol->Flush().ok());
   }
   EXPECT_EQ(rig.pool->Info().txg, txg + 5);
@@ -287,20 +276,20 @@ TEST(ZilTest, LogbiasThroughputCommitsATxgPerFlush) {
   // Switching to the log later: the unlogged writes are covered by a txg first.
   ASSERT_TRUE(rig.pool->SetProperty("tank/v", "logbias", "latency").ok());
   EXPECT_FALSE(rig.pool->SetProperty("tank/v", "logbias", "fast").ok());
-  ASSERT_TRUE(rig.vol->Write(0, Bytes(4096, 77)).ok());
+  ASSERT_TRUE(rig.vol->Write(0, Pattern(4096, 77)).ok());
   ASSERT_TRUE(rig.vol->Flush().ok());
-  ASSERT_TRUE(rig.vol->Write(4096, Bytes(4096, 78)).ok());
+  ASSERT_TRUE(rig.vol->Write(4096, Pattern(4096, 78)).ok());
   ASSERT_TRUE(rig.vol->Flush().ok());
   EXPECT_EQ(ZilOf(*rig.pool)->log_commits(), 1u);
   auto pool = rig.CrashAndImport();
   ASSERT_TRUE(pool);
   std::vector<uint8_t> got(5 * 4096);
   ASSERT_TRUE((*pool->OpenVolume("tank/v"))->Read(0, got).ok());
-  auto want = Bytes(4096, 77);
+  auto want = Pattern(4096, 77);
   EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin()));
-  want = Bytes(4096, 78);
+  want = Pattern(4096, 78);
   EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin() + 4096));
-  want = Bytes(4096, 4);
+  want = Pattern(4096, 4);
   EXPECT_TRUE(std::equal(want.begin(), want.end(), got.begin() + 4 * 4096));
 }
 
@@ -308,10 +297,10 @@ TEST(ZilTest, FuaAndSyncAlwaysAreDurableThroughTheLog) {
   Rig rig(6);
   rig.StartLog();
   const uint64_t txg = rig.pool->Info().txg;
-  ASSERT_TRUE(rig.vol->Write(0, Bytes(4096, 1), bdev::WriteOptions{true}).ok());
+  ASSERT_TRUE(rig.vol->Write(0, Pattern(4096, 1), bdev::WriteOptions{true}).ok());
   ASSERT_TRUE(rig.pool->SetProperty("tank/v", "sync", "always").ok());
   const uint64_t txg2 = rig.pool->Info().txg;
-  ASSERT_TRUE(rig.vol->Write(8192, Bytes(4096, 2)).ok());
+  ASSERT_TRUE(rig.vol->Write(8192, Pattern(4096, 2)).ok());
   ASSERT_TRUE(rig.vol->WriteZeroes(0, 512).ok());
   EXPECT_EQ(txg2, txg + 1);  // the property change itself
   EXPECT_EQ(rig.pool->Info().txg, txg2);
@@ -319,11 +308,11 @@ TEST(ZilTest, FuaAndSyncAlwaysAreDurableThroughTheLog) {
   ASSERT_TRUE(pool);
   std::vector<uint8_t> got(3 * 4096);
   ASSERT_TRUE((*pool->OpenVolume("tank/v"))->Read(0, got).ok());
-  auto a = Bytes(4096, 1), b = Bytes(4096, 2);
+  auto a = Pattern(4096, 1), b = Pattern(4096, 2);
   EXPECT_TRUE(std::all_of(got.begin(), got.begin() + 512, [](uint8_t x) { return x == 0; }));
   EXPECT_TRUE(std::equal(a.begin() + 512, a.end(), got.begin() + 512));
   EXPECT_TRUE(std::equal(b.begin(), b.end(), got.begin() + 8192));
-  ExpectClean(*pool);
+  ExpectConsistent(*pool);
 }
 
 TEST(ZilTest, ConcurrentOverlappingWritersReplayInVolumeOrder) {
@@ -333,7 +322,7 @@ TEST(ZilTest, ConcurrentOverlappingWritersReplayInVolumeOrder) {
   for (int t = 0; t < 4; t++) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 200; i++) {
-        auto d = Bytes(8192, t * 1000 + i);
+        auto d = Pattern(8192, t * 1000 + i);
         EXPECT_TRUE(rig.vol->Write((i % 16) * 4096, d).ok());
         if (i % 8 == t) {
           EXPECT_TRUE(rig.vol->Flush().ok());
@@ -350,7 +339,7 @@ TEST(ZilTest, ConcurrentOverlappingWritersReplayInVolumeOrder) {
   std::vector<uint8_t> after(before.size());
   ASSERT_TRUE((*pool->OpenVolume("tank/v"))->Read(0, after).ok());
   EXPECT_TRUE(before == after);
-  ExpectClean(*pool);
+  ExpectConsistent(*pool);
 }
 
 }  // namespace
