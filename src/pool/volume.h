@@ -11,10 +11,9 @@
 // block in the open map, the syncing map or the tree, in that order. SyncTree writes runs of
 // adjacent new blocks with one vectored vdev write straight from the syncing buffers (no
 // copy), hints the vdev to start writing back long runs at once (the commit's flush
-// follows), and checksums and block-caches large txgs on a helper thread meanwhile;
-// FinishSync keeps up to the
-// txg's block count (at most 16 MiB) of buffers as spares for the next txg, so a streaming
-// writer reuses warm memory instead of faulting in fresh pages. A partial-block write
+// follows); for a large txg a helper thread writes while the commit checksums and caches.
+// FinishSync keeps up to the txg's block count (at most 16 MiB) of buffers as spares for
+// the next txg, so a streaming writer reuses warm memory instead of faulting in fresh pages. A partial-block write
 // of a block in neither map reads it from the tree under a per-block "loading" marker: other
 // writers of that block wait, so read-modify-write never loses a concurrent write.
 //
