@@ -154,12 +154,13 @@ uint64_t BlockCache::capacity() const {
   return used >= max_bytes_ ? 0 : max_bytes_ - used;
 }
 
-bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint32_t n) {
+bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint32_t n,
+                        bool count_access) {
   const uint64_t h = HashKey(key);
   Shard& s = ShardFor(h);
   const uint64_t cap = capacity() / kShards;
   std::lock_guard l(s.mu);
-  s.Record(h);
+  if (count_access) s.Record(h);
   // The indirect cache may have grown into this cache's share: give it back.
   while (s.bytes > cap && s.entries > 0) bytes_ -= s.Remove(s.Victim());
   Shard::Slot& slot = s.table[s.Find(key, h)];

@@ -73,8 +73,11 @@ class BlockCache {
   BlockCache& operator=(const BlockCache&) = delete;
 
   // On a hit copies bytes [in_off, in_off + n) of the block to dst and returns true. Hit or
-  // miss, the access is counted for admission.
-  bool Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint32_t n);
+  // miss, the access is counted for admission unless `count_access` is false (a stream,
+  // which admits nothing: counting it would only cost the sketch's writes and age the
+  // counts of blocks asked for by others).
+  bool Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint32_t n,
+              bool count_access = true);
   // Offers a verified copy of the whole block (key.size bytes). `count_access`: this call
   // is itself an access (a write at commit); false after a Lookup miss already counted it.
   void Insert(const BlockKey& key, const uint8_t* data, bool count_access);

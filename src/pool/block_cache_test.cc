@@ -113,6 +113,20 @@ TEST(BlockCacheTest, AFrequentlyReadBlockGetsIntoAFullCache) {
   EXPECT_EQ(out, Block(popular));
 }
 
+TEST(BlockCacheTest, AStreamsLookupsDoNotCountForAdmission) {
+  BlockCache c(kMiB, nullptr);
+  std::vector<uint8_t> out(4096);
+  for (uint64_t i = 0; i < 2000; i++) {
+    if (!c.Lookup(Key(i), out.data(), 0, 4096)) c.Insert(Key(i), Block(i).data(), false);
+  }
+  const uint64_t streamed = 5000;
+  for (int k = 0; k < 4; k++) {
+    EXPECT_FALSE(c.Lookup(Key(streamed), out.data(), 0, 4096, /*count_access=*/false));
+  }
+  c.Insert(Key(streamed), Block(streamed).data(), false);
+  EXPECT_FALSE(c.Lookup(Key(streamed), out.data(), 0, 4096));
+}
+
 TEST(BlockCacheTest, ABlockBiggerThanTheCacheIsRefused) {
   BlockCache c(256 * 1024, nullptr);  // 16 KiB a shard
   auto b = Block(1, 131072);

@@ -7,12 +7,13 @@
 //   2. under tree_mu_, the block pointers of the remaining blocks are collected, fetching
 //      each cached L1 indirect block once per run of up to 128 pointers;
 //   3. with no lock held, whole blocks the pool's block cache holds (block_cache.h: verified
-//      contents, keyed by address and birth txg; requests up to kMaxRunBytes only, longer
-//      ones are streams and bypass it) are copied from it, without I/O or checksum;
-//      the other whole blocks whose DVAs are adjacent on one vdev are read with one vdev read
-//      (up to kMaxRunBytes) straight into the caller's buffer, verified there block by block
-//      in place, and offered to the cache (which admits them or not: TinyLFU); partial
-//      head/tail blocks go through a per-thread bounce buffer of one block.
+//      contents, keyed by address and birth txg) are copied from it, without I/O or
+//      checksum; the other whole blocks whose DVAs are adjacent on one vdev are read with one
+//      vdev read (up to kMaxRunBytes) straight into the caller's buffer, verified there block
+//      by block in place, and offered to the cache (which admits them or not: TinyLFU);
+//      partial head/tail blocks go through a per-thread bounce buffer of one block. Requests
+//      longer than kMaxRunBytes are streams: they take the cache's hits but are not counted,
+//      offer nothing, and read a miss's whole run without probing the cache block by block.
 // A checksum mismatch on a merged read is retried block by block through the slow path,
 // which looks the pointer up again (the block may have been rewritten and its old copy
 // reused meanwhile) before it reports EIO.
@@ -208,8 +209,11 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
   // a hit spares the vdev read and the checksum (SeqRead1M 0.60 -> 0.75-0.84 of raw with
   // the data cached at commit), while filling the cache from a stream costs a second copy
   // and a scan bigger than the cache would only push out blocks asked for more often.
+  // A stream also reads a miss's whole run from the vdev without asking the cache about each
+  // following block: a stream that misses is usually past what the cache holds, and there
+  // a probe per block cost more than the odd block read twice (SeqRead1M/2).
   BlockCache* const cache = pool_->block_cache.get();
-  const bool admit = buf.size() <= kMaxRunBytes;
+  const bool stream = buf.size() > kMaxRunBytes;
   for (size_t i = 0; i < count;) {
     if (!s.need[i]) {
       i++;
@@ -224,7 +228,7 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
       continue;
     }
     VS_RETURN_IF_ERROR(CheckDataBp(bp));
-    if (cache != nullptr && cache->Lookup(PoolImpl::CacheKey(bp), dst, 0, vbs_)) {
+    if (cache != nullptr && cache->Lookup(PoolImpl::CacheKey(bp), dst, 0, vbs_, !stream)) {
       i++;
       continue;
     }
@@ -241,7 +245,7 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
           !CheckDataBp(b).ok()) {
         break;
       }
-      if (cache != nullptr && cache->Lookup(PoolImpl::CacheKey(b), jdst, 0, vbs_)) {
+      if (cache != nullptr && !stream && cache->Lookup(PoolImpl::CacheKey(b), jdst, 0, vbs_)) {
         s.need[j] = 0;
         break;
       }
@@ -255,7 +259,7 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
       uint8_t* p = dst + k * uint64_t{vbs_};
       const BlockPtr& b = s.bps[i + k];
       if (st.ok() && ComputeChecksum(b.cksum, std::span<const uint8_t>(p, vbs_)) == b.checksum) {
-        if (cache != nullptr && admit)
+        if (cache != nullptr && !stream)
           cache->Insert(PoolImpl::CacheKey(b), p, /*count_access=*/false);
         continue;
       }
