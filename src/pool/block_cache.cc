@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "pool/block_arena.h"
 #include "util/check.h"
 
 namespace volstack::pool {
@@ -53,13 +54,13 @@ struct BlockCache::Shard {
   size_t mask = 0;
   size_t entries = 0;           // GUARDED_BY(mu)
   size_t hand = 0;              // GUARDED_BY(mu): CLOCK hand
-  uint64_t bytes = 0;           // GUARDED_BY(mu): charged bytes of the entries
+  BlockArena arena;             // GUARDED_BY(mu): the entries' memory; what the shard is charged
   uint32_t shift = 0;           // 64 - log2(sketch width)
   std::vector<uint8_t> sketch;  // kRows rows of `width` counters
   uint64_t samples = 0, sample_limit = 0;
   BlockCacheStats stats;  // GUARDED_BY(mu): counts only
 
-  Shard(uint64_t width, size_t slots, uint64_t window) {
+  Shard(uint64_t width, size_t slots, uint64_t window, uint64_t chunk_bytes) : arena(chunk_bytes) {
     table.resize(slots);
     mask = slots - 1;
     shift = static_cast<uint32_t>(64 - std::countr_zero(width));
@@ -74,9 +75,10 @@ struct BlockCache::Shard {
     while (table[i].data != nullptr && !(table[i].key == key)) i = (i + 1) & mask;
     return i;
   }
+  uint64_t bytes() const { return arena.mapped_bytes(); }
   // Empties slot i, shifting later members of its probe run back (no tombstones).
   void Erase(size_t i, bool free_data) {
-    if (free_data) std::free(table[i].data);
+    if (free_data) arena.Free(table[i].data, table[i].key.size);
     table[i].data = nullptr;
     for (size_t j = (i + 1) & mask; table[j].data != nullptr; j = (j + 1) & mask) {
       const size_t home = Slot0(HashKey(table[j].key));
@@ -88,13 +90,13 @@ struct BlockCache::Shard {
       i = j;
     }
   }
+  // Returns the bytes the shard gave back (a chunk, if this was its last block).
   uint64_t Remove(size_t i, bool free_data = true) {
-    const uint64_t cost = table[i].key.size + kEntryOverhead;
+    const uint64_t before = bytes();
     Erase(i, free_data);
     entries--;
-    bytes -= cost;
     stats.evicted++;
-    return cost;
+    return before - bytes();
   }
   // CLOCK: the next slot whose ref bit is clear (clearing the bits it passes). Requires
   // entries > 0.
@@ -137,10 +139,13 @@ BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_by
     : max_bytes_(max_bytes), other_bytes_(other_bytes) {
   // Per shard: room for `entries` blocks of 4 KiB (data blocks are no smaller); a table of
   // twice as many slots (at most half full); a sketch 4 counters wide per entry (few
-  // collisions) whose counts are halved every 10 x entries accesses.
+  // collisions) whose counts are halved every 10 x entries accesses; memory in chunks of
+  // an eighth of the shard's share, up to a huge page (a chunk is the unit it is charged).
   const uint64_t entries = std::bit_ceil(std::max<uint64_t>(16, max_bytes / 4096 / kShards));
+  const uint64_t chunk = std::clamp<uint64_t>(
+      std::bit_floor(std::max<uint64_t>(max_bytes / kShards / 8, 1)), 4096, BlockArena::kHugePage);
   for (size_t i = 0; i < kShards; i++) {
-    shards_.push_back(std::make_unique<Shard>(4 * entries, 2 * entries, 10 * entries));
+    shards_.push_back(std::make_unique<Shard>(4 * entries, 2 * entries, 10 * entries, chunk));
   }
   fixed_bytes_ = kShards * (4 * entries * kRows + 2 * entries * sizeof(Shard::Slot));
   bytes_ = fixed_bytes_;  // the sketches and tables are charged to the bound too
@@ -162,7 +167,7 @@ bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint
   std::lock_guard l(s.mu);
   if (count_access) s.Record(h);
   // The indirect cache may have grown into this cache's share: give it back.
-  while (s.bytes > cap && s.entries > 0) bytes_ -= s.Remove(s.Victim());
+  while (s.bytes() > cap && s.entries > 0) bytes_ -= s.Remove(s.Victim());
   Shard::Slot& slot = s.table[s.Find(key, h)];
   if (slot.data == nullptr) {
     s.stats.misses++;
@@ -179,17 +184,13 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
   const uint64_t h = HashKey(key);
   Shard& s = ShardFor(h);
   const uint64_t cap = capacity() / kShards;
-  const uint64_t cost = key.size + kEntryOverhead;
   std::lock_guard l(s.mu);
   if (count_access) s.Record(h);
   if (s.table[s.Find(key, h)].data != nullptr) return;  // same key, same bytes
-  if (cost > cap) {
-    s.stats.rejected++;
-    return;
-  }
   uint8_t* reuse = nullptr;
   bool admitted = false;
-  while ((s.bytes + cost > cap || 2 * (s.entries + 1) > s.table.size()) && s.entries > 0) {
+  auto growth = [&] { return reuse != nullptr ? 0 : s.arena.GrowthFor(key.size); };
+  while ((s.bytes() + growth() > cap || 2 * (s.entries + 1) > s.table.size()) && s.entries > 0) {
     const size_t v = s.Victim();
     if (!admitted) {
       // TinyLFU: only something asked for more often than the victim may replace it.
@@ -203,16 +204,28 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
     if (take) reuse = s.table[v].data;
     bytes_ -= s.Remove(v, /*free_data=*/!take);
   }
-  uint8_t* buf = reuse ? reuse : static_cast<uint8_t*>(std::malloc(key.size));
-  VS_CHECK(buf != nullptr);
+  if (s.bytes() + growth() > cap) {  // empty, and still too small (a block bigger than it)
+    if (reuse != nullptr) {
+      const uint64_t before = s.bytes();
+      s.arena.Free(reuse, key.size);
+      bytes_ -= before - s.bytes();
+    }
+    s.stats.rejected++;
+    return;
+  }
+  const uint64_t before = s.bytes();
+  uint8_t* buf = reuse ? reuse : s.arena.Allocate(key.size);
+  if (buf == nullptr) {  // no memory to be had: a cache can do without
+    s.stats.rejected++;
+    return;
+  }
   std::memcpy(buf, data, key.size);
   Shard::Slot& slot = s.table[s.Find(key, h)];
   slot.key = key;
   slot.data = buf;
   slot.ref = 0;
   s.entries++;
-  s.bytes += cost;
-  bytes_ += cost;
+  bytes_ += s.bytes() - before;
   s.stats.inserted++;
 }
 
@@ -220,15 +233,15 @@ void BlockCache::Clear() {
   for (auto& sp : shards_) {
     Shard& s = *sp;
     std::lock_guard l(s.mu);
+    const uint64_t before = s.bytes();
     for (size_t i = 0; i < s.table.size(); i++) {
       if (s.table[i].data == nullptr) continue;
-      std::free(s.table[i].data);
+      s.arena.Free(s.table[i].data, s.table[i].key.size);
       s.table[i].data = nullptr;
-      bytes_ -= s.table[i].key.size + kEntryOverhead;
       s.stats.evicted++;
     }
     s.entries = 0;
-    s.bytes = 0;
+    bytes_ -= before - s.bytes();
   }
 }
 

@@ -14,9 +14,10 @@
 //
 // Bound. The cache shares the pool's `cache` bound (PoolTuning::cache_max_bytes) with the
 // indirect-block cache, which has priority: this cache holds at most max - indirect bytes
-// and shrinks when the indirect cache grows. Every entry is charged its block size plus
-// kEntryOverhead (allocator header), and the fixed slot tables and frequency sketches are
-// charged too, so bytes() is what the cache really costs.
+// and shrinks when the indirect cache grows. Block copies live in each shard's BlockArena
+// (chunks of one block size, huge pages for a large cache: block_arena.h), and a shard is
+// charged the chunks it has mapped, free slots included; the fixed slot tables and
+// frequency sketches are charged too, so bytes() is what the cache really costs.
 //
 // Replacement: CLOCK (a reference bit per entry, the usual approximation of LRU) with
 // TinyLFU admission (Einziger et al., "TinyLFU: A Highly Efficient Cache Admission
@@ -63,7 +64,6 @@ struct BlockCacheStats {
 class BlockCache {
  public:
   static constexpr size_t kShards = 16;
-  static constexpr uint64_t kEntryOverhead = 32;  // allocator header and rounding
 
   // The cache holds at most max_bytes - *other_bytes (the indirect cache), read live.
   // `other_bytes` must outlive the cache; nullptr means no other user of the bound.

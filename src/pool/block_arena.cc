@@ -1,0 +1,108 @@
+#include "pool/block_arena.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+
+#include "util/check.h"
+
+namespace volstack::pool {
+
+BlockArena::BlockArena(uint64_t chunk_bytes) : chunk_bytes_(chunk_bytes) {
+  VS_CHECK(std::has_single_bit(chunk_bytes) && chunk_bytes >= 4096);
+}
+
+BlockArena::~BlockArena() {
+  while (!chunks_.empty()) UnmapChunk(chunks_.begin()->second.get());
+}
+
+uint64_t BlockArena::GrowthFor(uint32_t size) const {
+  if (!InChunks(size)) return size;
+  auto it = not_full_.find(size);
+  return it != not_full_.end() && !it->second.empty() ? 0 : chunk_bytes_;
+}
+
+uint8_t* BlockArena::Allocate(uint32_t size) {
+  VS_CHECK(std::has_single_bit(size));
+  if (!InChunks(size)) {
+    auto* block = static_cast<uint8_t*>(std::malloc(size));
+    if (block != nullptr) mapped_bytes_ += size;
+    return block;
+  }
+  std::vector<Chunk*>& room = not_full_[size];
+  if (room.empty()) {
+    Chunk* chunk = MapChunk(size);
+    if (chunk == nullptr) return nullptr;
+    room.push_back(chunk);
+  }
+  Chunk& c = *room.back();
+  uint32_t slot;
+  if (!c.free_slots.empty()) {
+    slot = c.free_slots.back();
+    c.free_slots.pop_back();
+  } else {
+    slot = c.never_used++;
+  }
+  c.live++;
+  if (c.Full()) room.pop_back();
+  return c.base + uint64_t{slot} * size;
+}
+
+void BlockArena::Free(uint8_t* block, uint32_t size) {
+  if (!InChunks(size)) {
+    std::free(block);
+    mapped_bytes_ -= size;
+    return;
+  }
+  const auto base = reinterpret_cast<uintptr_t>(block) & ~(chunk_bytes_ - 1);
+  auto it = chunks_.find(base);
+  VS_CHECK(it != chunks_.end());
+  Chunk& c = *it->second;
+  VS_CHECK_OP(c.block_size, ==, size);
+  const uint64_t offset = reinterpret_cast<uintptr_t>(block) - base;
+  VS_CHECK_OP(offset % size, ==, 0u);
+  const bool was_full = c.Full();
+  c.free_slots.push_back(static_cast<uint32_t>(offset / size));
+  c.live--;
+  if (c.live == 0) {
+    UnmapChunk(&c);
+  } else if (was_full) {
+    not_full_[size].push_back(&c);
+  }
+}
+
+BlockArena::Chunk* BlockArena::MapChunk(uint32_t size) {
+  // Map twice the size and trim to an aligned chunk: a block's chunk is then found by
+  // rounding its address down, and a 2 MiB chunk can be one huge page.
+  const size_t span = 2 * chunk_bytes_;
+  void* p = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  const auto start = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t aligned = (start + chunk_bytes_ - 1) & ~(chunk_bytes_ - 1);
+  if (aligned > start) ::munmap(p, aligned - start);
+  const uintptr_t end = start + span, chunk_end = aligned + chunk_bytes_;
+  if (end > chunk_end) ::munmap(reinterpret_cast<void*>(chunk_end), end - chunk_end);
+  auto* base = reinterpret_cast<uint8_t*>(aligned);
+  // Advice only: without huge pages the chunk still works, with 4 KiB pages.
+  if (chunk_bytes_ % kHugePage == 0) ::madvise(base, chunk_bytes_, MADV_HUGEPAGE);
+  auto chunk = std::make_unique<Chunk>();
+  chunk->base = base;
+  chunk->block_size = size;
+  chunk->slots = static_cast<uint32_t>(chunk_bytes_ / size);
+  Chunk* raw = chunk.get();
+  chunks_.emplace(aligned, std::move(chunk));
+  mapped_bytes_ += chunk_bytes_;
+  return raw;
+}
+
+void BlockArena::UnmapChunk(Chunk* chunk) {
+  auto& room = not_full_[chunk->block_size];
+  room.erase(std::remove(room.begin(), room.end(), chunk), room.end());
+  ::munmap(chunk->base, chunk_bytes_);
+  mapped_bytes_ -= chunk_bytes_;
+  chunks_.erase(reinterpret_cast<uintptr_t>(chunk->base));  // destroys *chunk
+}
+
+}  // namespace volstack::pool

@@ -1,0 +1,86 @@
+// BlockArena (block_arena.h): blocks never overlap and keep their bytes while others come
+// and go; a chunk serves one size and is unmapped with its last block; mapped_bytes() and
+// GrowthFor() say what the memory really is.
+#include "pool/block_arena.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+
+namespace volstack::pool {
+namespace {
+
+TEST(BlockArenaTest, ChunksFillUpAndAreUnmappedWithTheirLastBlock) {
+  BlockArena arena(BlockArena::kHugePage);
+  EXPECT_EQ(arena.GrowthFor(4096), BlockArena::kHugePage);
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 512; i++) {
+    blocks.push_back(arena.Allocate(4096));
+    ASSERT_NE(blocks.back(), nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(blocks.back()) % 4096, 0u);
+  }
+  EXPECT_EQ(arena.mapped_bytes(), BlockArena::kHugePage);  // 512 x 4 KiB: one chunk, full
+  EXPECT_EQ(arena.GrowthFor(4096), BlockArena::kHugePage);
+  EXPECT_EQ(arena.GrowthFor(16384), BlockArena::kHugePage);  // another size, another chunk
+  blocks.push_back(arena.Allocate(4096));
+  EXPECT_EQ(arena.mapped_bytes(), 2 * BlockArena::kHugePage);
+  arena.Free(blocks.back(), 4096);
+  blocks.pop_back();
+  EXPECT_EQ(arena.mapped_bytes(), BlockArena::kHugePage);  // the lone block's chunk is gone
+  arena.Free(blocks[7], 4096);
+  EXPECT_EQ(arena.GrowthFor(4096), 0u);  // a free slot
+  uint8_t* again = arena.Allocate(4096);
+  EXPECT_EQ(again, blocks[7]);
+  blocks[7] = again;
+  for (uint8_t* b : blocks) arena.Free(b, 4096);
+  EXPECT_EQ(arena.mapped_bytes(), 0u);
+}
+
+TEST(BlockArenaTest, BlocksBiggerThanHalfAChunkAreAllocatedAlone) {
+  BlockArena arena(64 * 1024);
+  EXPECT_EQ(arena.GrowthFor(131072), 131072u);
+  uint8_t* big = arena.Allocate(131072);
+  ASSERT_NE(big, nullptr);
+  uint8_t* half = arena.Allocate(32768);  // exactly half a chunk: two to a chunk
+  EXPECT_EQ(arena.mapped_bytes(), 131072u + 65536u);
+  arena.Free(big, 131072);
+  arena.Free(half, 32768);
+  EXPECT_EQ(arena.mapped_bytes(), 0u);
+}
+
+// Against a model: random sizes allocated and freed in random order, each block filled
+// with its own byte; every live block must still hold it.
+TEST(BlockArenaTest, LiveBlocksNeverOverlap) {
+  BlockArena arena(256 * 1024);
+  std::mt19937_64 rng(7);
+  const uint32_t sizes[] = {4096, 8192, 16384, 65536, 131072, 262144};
+  std::map<uint8_t*, std::pair<uint32_t, uint8_t>> live;  // block -> size, fill byte
+  for (int step = 0; step < 20000; step++) {
+    if (live.size() < 300 && (live.empty() || rng() % 3 != 0)) {
+      const uint32_t size = sizes[rng() % std::size(sizes)];
+      uint8_t* b = arena.Allocate(size);
+      ASSERT_NE(b, nullptr);
+      const auto fill = static_cast<uint8_t>(rng());
+      std::memset(b, fill, size);
+      ASSERT_TRUE(live.emplace(b, std::make_pair(size, fill)).second);
+    } else {
+      auto it = live.begin();
+      std::advance(it, static_cast<long>(rng() % live.size()));
+      const auto [size, fill] = it->second;
+      for (uint32_t k = 0; k < size; k += 512) ASSERT_EQ(it->first[k], fill) << step;
+      ASSERT_EQ(it->first[size - 1], fill) << step;
+      arena.Free(it->first, size);
+      live.erase(it);
+    }
+  }
+  for (auto& [b, sf] : live) {
+    for (uint32_t k = 0; k < sf.first; k += 512) ASSERT_EQ(b[k], sf.second);
+    arena.Free(b, sf.first);
+  }
+  EXPECT_EQ(arena.mapped_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace volstack::pool
