@@ -92,7 +92,7 @@ start=$(date +%s%N)
 VOLSTACK_PVMOVE_REGION_DELAY_MS=100 "$VOLSTACK" pvmove -b "$T/a.img" "$T/b.img"
 [ $(( ($(date +%s%N) - start) / 1000000 )) -lt 2000 ] || fail "pvmove -b did not return at once"
 pid=$(mover_pid)
-[ -n "$pid" ] && alive "$pid" || fail "no background mover"
+[ -n "$pid" ] && alive "$pid" || fail "no background mover (pid '$pid'): $(cat "$VS_STATE/pvmove.vgm.log")"
 vs lvs -a --noheadings -o lv_name vgm | grep -q pvmove0 || fail "no move in progress after -b"
 expect_fail vs pvmove                               # a second mover is refused
 grep -q "is running in process $pid" "$T/expect_fail.err" || fail "second mover: $(cat "$T/expect_fail.err")"

@@ -54,10 +54,14 @@ sync
 kill -9 "$daemon_pid"
 for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
 umount -l "$T/mnt"
+# A lazily unmounted XFS may still hold the loop device: detach is deferred until it lets
+# go, and until then the old binding is still listed next to the one `up` makes.
 losetup -d "$loop" || true
+for _ in $(seq 100); do losetup "$loop" >/dev/null 2>&1 || break; sleep 0.1; done
+losetup "$loop" >/dev/null 2>&1 && fail "$loop still bound after detach: $(losetup "$loop")"
 umount -l "$VS_STATE/dev" || true
 vs up
-loop2=$(vs losetup -a | awk -F: '/vg0\/lv0/ {print $1}')
+loop2=$(vs losetup -a | awk -F: -v f="($VS_STATE/dev/vg0/lv0)" 'index($0, f) {print $1}')
 [ -n "$loop2" ] || fail "up did not restore the loop binding: $(vs losetup -a)"
 [ "$loop2" = "$loop" ] || echo "note: loop came back as $loop2 (was $loop)"
 mount "$loop2" "$T/mnt"
@@ -70,7 +74,7 @@ vs down
 [ ! -S "$VS_STATE/daemon.sock" ] || fail "socket still there after down"
 losetup -a | grep -q "$VS_STATE" && fail "down left a loop device bound"
 vs up
-loop3=$(vs losetup -a | awk -F: '/vg0\/lv0/ {print $1}')
+loop3=$(vs losetup -a | awk -F: -v f="($VS_STATE/dev/vg0/lv0)" 'index($0, f) {print $1}')
 [ -n "$loop3" ] || fail "loop binding not restored after down/up"
 mount "$loop3" "$T/mnt"
 (cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "manifest after down/up"
