@@ -417,18 +417,30 @@ TEST(PoolTest, DiscoverFindsPoolsByLabel) {
   EXPECT_EQ(found[0].vdevs[0].second, "/x/a");
 }
 
-TEST(PoolTest, ThrottleKeepsDirtyDataBounded) {
-  Fixture f;
-  f.devs.push_back(bdev::MemoryDevice::Create(256 * kMiB));
+// A pool on 256 MiB of memory whose sync thread runs (TestTuning's does not), with a sparse
+// 128 MiB volume trunk/v.
+struct ThreadedPool {
+  std::shared_ptr<Pool> pool;
+  bdev::BlockDevicePtr dev;
+};
+
+ThreadedPool MakeThreadedPool(PoolTuning tuning) {
+  tuning.sync_thread = true;
   PoolCreateOptions o;
-  o.tuning.dirty_max_bytes = 4 * kMiB;
-  o.tuning.sync_thread = true;
-  auto p = *Pool::Create("trunk", f.devs, o);
+  o.tuning = tuning;
+  auto p = Pool::Create("trunk", {bdev::MemoryDevice::Create(256 * kMiB)}, o);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
   VolumeOptions vo;
   vo.volsize = 128 * kMiB;
   vo.sparse = true;
-  ASSERT_TRUE(p->CreateVolume("trunk/v", vo).ok());
-  auto dev = *p->OpenVolume("trunk/v");
+  EXPECT_TRUE((*p)->CreateVolume("trunk/v", vo).ok());
+  return {*p, *(*p)->OpenVolume("trunk/v")};
+}
+
+TEST(PoolTest, ThrottleKeepsDirtyDataBounded) {
+  PoolTuning t;
+  t.dirty_max_bytes = 4 * kMiB;
+  auto [p, dev] = MakeThreadedPool(t);
   auto d = Pattern(kMiB, 8);
   uint64_t peak = 0;
   for (uint64_t off = 0; off < 64 * kMiB; off += kMiB) {
@@ -441,18 +453,10 @@ TEST(PoolTest, ThrottleKeepsDirtyDataBounded) {
 }
 
 TEST(PoolTest, AKickTakenByAnotherCommitCommitsNoTxg) {
-  Fixture f;
-  f.devs.push_back(bdev::MemoryDevice::Create(256 * kMiB));
-  PoolCreateOptions o;
-  o.tuning.dirty_max_bytes = 4 * kMiB;  // the sync thread is kicked at 1 MiB dirty
-  o.tuning.txg_timeout = std::chrono::hours(1);
-  o.tuning.sync_thread = true;
-  auto p = *Pool::Create("trunk", f.devs, o);
-  VolumeOptions vo;
-  vo.volsize = 64 * kMiB;
-  vo.sparse = true;
-  ASSERT_TRUE(p->CreateVolume("trunk/v", vo).ok());
-  auto dev = *p->OpenVolume("trunk/v");
+  PoolTuning t;
+  t.dirty_max_bytes = 4 * kMiB;  // the sync thread is kicked at 1 MiB dirty
+  t.txg_timeout = std::chrono::hours(1);
+  auto [p, dev] = MakeThreadedPool(t);
   PoolImpl& impl = *p->impl();
   {
     // As a Flush() falling back to a txg does: the kicked sync thread waits for sync_mu
