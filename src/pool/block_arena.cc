@@ -73,6 +73,15 @@ void BlockArena::Free(uint8_t* block, uint32_t size) {
   }
 }
 
+std::span<uint8_t> BlockArena::SparsestChunk() const {
+  const Chunk* best = nullptr;
+  for (const auto& [base, chunk] : chunks_) {
+    if (best == nullptr || chunk->live < best->live) best = chunk.get();
+  }
+  if (best == nullptr) return {};
+  return {best->base, chunk_bytes_};
+}
+
 BlockArena::Chunk* BlockArena::MapChunk(uint32_t size) {
   // Map twice the size and trim to an aligned chunk: a block's chunk is then found by
   // rounding its address down, and a 2 MiB chunk can be one huge page.

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace volstack::pool {
@@ -43,6 +44,9 @@ class BlockArena {
 
   // What Allocate(size) would add to mapped_bytes(): 0 when a chunk has a free slot.
   uint64_t GrowthFor(uint32_t size) const;
+  // The address range of the chunk with the fewest blocks in use (the cheapest to empty),
+  // or an empty span when no chunk is mapped.
+  std::span<uint8_t> SparsestChunk() const;
   // Chunks mapped plus malloc'd large blocks: what the shard's blocks really occupy.
   uint64_t mapped_bytes() const { return mapped_bytes_; }
   uint64_t chunk_bytes() const { return chunk_bytes_; }

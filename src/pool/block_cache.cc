@@ -98,6 +98,27 @@ struct BlockCache::Shard {
     stats.evicted++;
     return before - bytes();
   }
+  // Gives memory back: empties the arena's sparsest chunk (evicting the blocks in it, which
+  // unmaps it), or when no chunk is mapped evicts CLOCK's victim (a large block). Evicting
+  // by CLOCK alone would rarely empty a whole chunk: its blocks are spread over the table,
+  // so a shard asked for one chunk back could lose most of its entries first. Returns the
+  // bytes given back (0: nothing left to evict).
+  uint64_t Shed() {
+    if (entries == 0) return 0;
+    const std::span<uint8_t> chunk = arena.SparsestChunk();
+    if (chunk.empty()) return Remove(Victim());
+    const uint64_t before = bytes();
+    for (size_t i = 0; i < table.size();) {
+      // Erase shifts a later entry into slot i: look at it again before moving on.
+      if (table[i].data != nullptr && table[i].data >= chunk.data() &&
+          table[i].data < chunk.data() + chunk.size()) {
+        Remove(i);
+      } else {
+        i++;
+      }
+    }
+    return before - bytes();
+  }
   // CLOCK: the next slot whose ref bit is clear (clearing the bits it passes). Requires
   // entries > 0.
   size_t Victim() {
@@ -167,7 +188,11 @@ bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint
   std::lock_guard l(s.mu);
   if (count_access) s.Record(h);
   // The indirect cache may have grown into this cache's share: give it back.
-  while (s.bytes() > cap && s.entries > 0) bytes_ -= s.Remove(s.Victim());
+  while (s.bytes() > cap) {
+    const uint64_t shed = s.Shed();
+    if (shed == 0) break;
+    bytes_ -= shed;
+  }
   Shard::Slot& slot = s.table[s.Find(key, h)];
   if (slot.data == nullptr) {
     s.stats.misses++;
@@ -187,9 +212,15 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
   std::lock_guard l(s.mu);
   if (count_access) s.Record(h);
   if (s.table[s.Find(key, h)].data != nullptr) return;  // same key, same bytes
-  uint8_t* reuse = nullptr;
-  bool admitted = false;
+  uint8_t* reuse = nullptr;  // a victim's buffer of this size, taken out of the table
+  auto release_reuse = [&] {
+    const uint64_t before = s.bytes();
+    s.arena.Free(reuse, key.size);
+    reuse = nullptr;
+    bytes_ -= before - s.bytes();
+  };
   auto growth = [&] { return reuse != nullptr ? 0 : s.arena.GrowthFor(key.size); };
+  bool admitted = false;
   while ((s.bytes() + growth() > cap || 2 * (s.entries + 1) > s.table.size()) && s.entries > 0) {
     const size_t v = s.Victim();
     if (!admitted) {
@@ -200,16 +231,20 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
       }
       admitted = true;
     }
-    const bool take = reuse == nullptr && s.table[v].key.size == key.size;
-    if (take) reuse = s.table[v].data;
-    bytes_ -= s.Remove(v, /*free_data=*/!take);
+    if (reuse == nullptr && s.table[v].key.size == key.size) {
+      reuse = s.table[v].data;  // the usual case: one block out, one in, no memory moves
+      bytes_ -= s.Remove(v, /*free_data=*/false);
+    } else if (2 * (s.entries + 1) > s.table.size()) {
+      bytes_ -= s.Remove(v);  // the table is full
+    } else {
+      // Memory: the shard is over its share (the indirect cache grew) or holds blocks of
+      // another size only. A taken buffer would keep its chunk mapped: give it up first.
+      if (reuse != nullptr) release_reuse();
+      bytes_ -= s.Shed();
+    }
   }
   if (s.bytes() + growth() > cap) {  // empty, and still too small (a block bigger than it)
-    if (reuse != nullptr) {
-      const uint64_t before = s.bytes();
-      s.arena.Free(reuse, key.size);
-      bytes_ -= before - s.bytes();
-    }
+    if (reuse != nullptr) release_reuse();
     s.stats.rejected++;
     return;
   }

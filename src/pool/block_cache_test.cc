@@ -127,6 +127,24 @@ TEST(BlockCacheTest, AStreamsLookupsDoNotCountForAdmission) {
   EXPECT_FALSE(c.Lookup(Key(streamed), out.data(), 0, 4096));
 }
 
+// When the indirect cache takes a little more of the bound, each shard gives back about one
+// chunk (the sparsest), not most of its entries.
+TEST(BlockCacheTest, AShrinkingShareCostsAboutAChunkOfEntries) {
+  std::atomic<uint64_t> indirect{0};
+  BlockCache c(16 * kMiB, &indirect);  // 1 MiB a shard, in chunks of 128 KiB (32 blocks)
+  for (uint64_t i = 0; i < 8192; i++) c.Insert(Key(i), Block(i).data(), true);
+  const uint64_t before = c.Stats().entries;
+  ASSERT_GT(before, 3000u);
+  indirect = 2 * kMiB;  // 128 KiB less a shard: each was at 7 chunks and must go to 6
+  std::vector<uint8_t> out(4096);
+  uint64_t hits = 0;
+  for (uint64_t i = 0; i < 8192; i++) hits += c.Lookup(Key(i), out.data(), 0, 4096) ? 1 : 0;
+  const uint64_t after = c.Stats().entries;
+  EXPECT_LE(c.bytes(), 14 * kMiB);
+  EXPECT_GE(after, before - BlockCache::kShards * 32);  // one chunk a shard
+  EXPECT_GE(hits, after);
+}
+
 TEST(BlockCacheTest, ABlockBiggerThanTheCacheIsRefused) {
   BlockCache c(256 * 1024, nullptr);  // 16 KiB a shard
   auto b = Block(1, 131072);
