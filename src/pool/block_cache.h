@@ -17,7 +17,9 @@
 // and shrinks when the indirect cache grows. Block copies live in each shard's BlockArena
 // (chunks of one block size, huge pages for a large cache: block_arena.h), and a shard is
 // charged the chunks it has mapped, free slots included; the fixed slot tables and
-// frequency sketches are charged too, so bytes() is what the cache really costs.
+// frequency sketches are charged too, so bytes() is what the cache really costs. A shard
+// over its share gives back its sparsest chunk (evicting the blocks in it), so a shrinking
+// share costs about as many entries as the memory it gives back.
 //
 // Replacement: CLOCK (a reference bit per entry, the usual approximation of LRU) with
 // TinyLFU admission (Einziger et al., "TinyLFU: A Highly Efficient Cache Admission
