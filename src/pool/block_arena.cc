@@ -20,20 +20,21 @@ BlockArena::~BlockArena() {
 
 uint64_t BlockArena::GrowthFor(uint32_t size) const {
   if (!InChunks(size)) return size;
-  auto it = not_full_.find(size);
+  auto it = not_full_.find(SlotSize(size));
   return it != not_full_.end() && !it->second.empty() ? 0 : chunk_bytes_;
 }
 
 uint8_t* BlockArena::Allocate(uint32_t size) {
-  VS_CHECK(std::has_single_bit(size));
+  VS_CHECK_OP(size, >, 0u);
   if (!InChunks(size)) {
     auto* block = static_cast<uint8_t*>(std::malloc(size));
     if (block != nullptr) mapped_bytes_ += size;
     return block;
   }
-  std::vector<Chunk*>& room = not_full_[size];
+  const uint32_t slot_size = SlotSize(size);
+  std::vector<Chunk*>& room = not_full_[slot_size];
   if (room.empty()) {
-    Chunk* chunk = MapChunk(size);
+    Chunk* chunk = MapChunk(slot_size);
     if (chunk == nullptr) return nullptr;
     room.push_back(chunk);
   }
@@ -47,7 +48,7 @@ uint8_t* BlockArena::Allocate(uint32_t size) {
   }
   c.live++;
   if (c.Full()) room.pop_back();
-  return c.base + uint64_t{slot} * size;
+  return c.base + uint64_t{slot} * slot_size;
 }
 
 void BlockArena::Free(uint8_t* block, uint32_t size) {
@@ -60,16 +61,17 @@ void BlockArena::Free(uint8_t* block, uint32_t size) {
   auto it = chunks_.find(base);
   VS_CHECK(it != chunks_.end());
   Chunk& c = *it->second;
-  VS_CHECK_OP(c.block_size, ==, size);
+  const uint32_t slot_size = SlotSize(size);
+  VS_CHECK_OP(c.block_size, ==, slot_size);
   const uint64_t offset = reinterpret_cast<uintptr_t>(block) - base;
-  VS_CHECK_OP(offset % size, ==, 0u);
+  VS_CHECK_OP(offset % slot_size, ==, 0u);
   const bool was_full = c.Full();
-  c.free_slots.push_back(static_cast<uint32_t>(offset / size));
+  c.free_slots.push_back(static_cast<uint32_t>(offset / slot_size));
   c.live--;
   if (c.live == 0) {
     UnmapChunk(&c);
   } else if (was_full) {
-    not_full_[size].push_back(&c);
+    not_full_[slot_size].push_back(&c);
   }
 }
 

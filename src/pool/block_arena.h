@@ -19,6 +19,7 @@
 // Threads: none of its own; the shard's mutex guards every call.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -37,10 +38,10 @@ class BlockArena {
   BlockArena(const BlockArena&) = delete;
   BlockArena& operator=(const BlockArena&) = delete;
 
-  // A buffer of `size` bytes (a power of two: the block sizes of a pool), or nullptr when
-  // no memory can be had.
+  // A buffer of `size` bytes (> 0), or nullptr when no memory can be had. Chunk slots are
+  // powers of two: a size in between (a compressed block, later) takes the next one up.
   uint8_t* Allocate(uint32_t size);
-  void Free(uint8_t* block, uint32_t size);
+  void Free(uint8_t* block, uint32_t size);  // `size` as allocated
 
   // What Allocate(size) would add to mapped_bytes(): 0 when a chunk has a free slot.
   uint64_t GrowthFor(uint32_t size) const;
@@ -62,7 +63,8 @@ class BlockArena {
     bool Full() const { return free_slots.empty() && never_used == slots; }
   };
 
-  bool InChunks(uint32_t size) const { return size <= chunk_bytes_ / 2; }
+  static uint32_t SlotSize(uint32_t size) { return std::bit_ceil(size); }
+  bool InChunks(uint32_t size) const { return SlotSize(size) <= chunk_bytes_ / 2; }
   Chunk* MapChunk(uint32_t size);
   void UnmapChunk(Chunk* chunk);
 

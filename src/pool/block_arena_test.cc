@@ -51,11 +51,12 @@ TEST(BlockArenaTest, BlocksBiggerThanHalfAChunkAreAllocatedAlone) {
 }
 
 // Against a model: random sizes allocated and freed in random order, each block filled
-// with its own byte; every live block must still hold it.
+// with its own byte; every live block must still hold it, and all memory goes back.
 TEST(BlockArenaTest, LiveBlocksNeverOverlap) {
   BlockArena arena(256 * 1024);
   std::mt19937_64 rng(7);
-  const uint32_t sizes[] = {4096, 8192, 16384, 65536, 131072, 262144};
+  // Powers of two, and sizes in between (compressed blocks, one day), small and large.
+  const uint32_t sizes[] = {4096, 8192, 16384, 65536, 131072, 262144, 5000, 12288, 200000};
   std::map<uint8_t*, std::pair<uint32_t, uint8_t>> live;  // block -> size, fill byte
   for (int step = 0; step < 20000; step++) {
     if (live.size() < 300 && (live.empty() || rng() % 3 != 0)) {

@@ -108,10 +108,11 @@ struct BlockCache::Shard {
     const std::span<uint8_t> chunk = arena.SparsestChunk();
     if (chunk.empty()) return Remove(Victim());
     const uint64_t before = bytes();
+    const auto begin = reinterpret_cast<uintptr_t>(chunk.data());
     for (size_t i = 0; i < table.size();) {
       // Erase shifts a later entry into slot i: look at it again before moving on.
-      if (table[i].data != nullptr && table[i].data >= chunk.data() &&
-          table[i].data < chunk.data() + chunk.size()) {
+      const auto at = reinterpret_cast<uintptr_t>(table[i].data);
+      if (table[i].data != nullptr && at - begin < chunk.size()) {
         Remove(i);
       } else {
         i++;
