@@ -34,7 +34,7 @@ class BlockArena {
 
   // chunk_bytes: a power of two, at least 4 KiB.
   explicit BlockArena(uint64_t chunk_bytes);
-  ~BlockArena();  // unmaps every chunk: the blocks must no longer be used
+  ~BlockArena();  // unmaps every chunk; blocks bigger than half a chunk must be freed first
   BlockArena(const BlockArena&) = delete;
   BlockArena& operator=(const BlockArena&) = delete;
 

@@ -13,9 +13,10 @@
 // copy), hints the vdev to start writing back long runs at once (the commit's flush
 // follows); for a large txg a helper thread writes while the commit checksums and caches.
 // FinishSync keeps up to the txg's block count (at most 16 MiB) of buffers as spares for
-// the next txg, so a streaming writer reuses warm memory instead of faulting in fresh pages. A partial-block write
-// of a block in neither map reads it from the tree under a per-block "loading" marker: other
-// writers of that block wait, so read-modify-write never loses a concurrent write.
+// the next txg, so a streaming writer reuses warm memory instead of faulting in fresh pages.
+// A partial-block write of a block in neither map reads it from the tree under a per-block
+// "loading" marker: other writers of that block wait, so read-modify-write never loses a
+// concurrent write.
 //
 // Locks: mu_ guards the maps and the loading set; tree_mu_ guards the indirect cache, root
 // and phys_. Order: mu_ is never held while taking tree_mu_ except in Quiesce (none).
