@@ -47,11 +47,22 @@ struct SyncContext {
   uint32_t batch_vdev = 0;
   uint64_t batch_offset = 0;
   std::vector<uint8_t> batch;
+  // Copies of this txg's data blocks into the block cache, made while the commit writes
+  // and flushes. They read the syncing buffers, so they end before those are released:
+  // StopCacheFills, or this context's end on a failed commit.
+  std::vector<std::jthread> cache_fills;
 
   Result<Dva> Allocate(uint64_t size, Volume* owner);
   Status Free(const BlockPtr& bp, Volume* owner);
   Status Write(const Dva& dva, std::span<const uint8_t> data);
   Status FlushWrites();
+  // Offers the blocks (address, bytes) to the block cache, on a thread of their own when
+  // there are many, else here. The bytes must stay put until StopCacheFills returns.
+  void CacheCommitted(std::vector<std::pair<Dva, std::span<const uint8_t>>> blocks);
+  // Caching written data is worth no wait: the commit, once durable, stops the copies
+  // where they are (the first time the cache grows into fresh memory they can fall behind
+  // the disk). A block left out is read from its vdev when asked for.
+  void StopCacheFills() { cache_fills.clear(); }
 };
 
 class PoolImpl {
@@ -87,8 +98,7 @@ class PoolImpl {
     return BlockKey{bp.dva[0].vdev, bp.psize, bp.dva[0].offset, bp.birth};
   }
   // For the commit to offer a data block it writes in txg `txg` (the bytes its checksum was
-  // computed from, so verified by construction): warm after write, as ZFS's ARC is. Not
-  // called yet: the call belongs in Volume::SyncTree, where the data blocks are written.
+  // computed from, so verified by construction): warm after write, as ZFS's ARC is.
   void CacheCommitted(const Dva& dva, std::span<const uint8_t> data, uint64_t txg);
   void InitBlockCache() {
     // Below 1 MiB the fixed tables would be a large share of the bound: indirect blocks only.

@@ -4,22 +4,24 @@
 //   2. write data blocks, then indirect blocks bottom-up, to freshly allocated space
 //      (never over a live block); old pointers are freed into this txg's deferred list.
 //      Data blocks go out as runs of adjacent blocks, one vectored vdev write (WriteV) per
-//      run straight from the dirty buffers, checksummed meanwhile on a helper thread when
-//      the txg is large (Volume::SyncTree); indirect and meta blocks, built in scratch
-//      buffers, are batched by SyncContext::Write below.
+//      run straight from the dirty buffers, written by a helper thread while the commit's
+//      own thread checksums them when the txg is large (Volume::SyncTree); another thread
+//      copies them into the block cache meanwhile (SyncContext::CacheCommitted). Indirect
+//      and meta blocks, built in scratch buffers, are batched by SyncContext::Write below.
 //   3. free the trees of destroyed volumes; the intent logs (zil_manager.cc) set each
 //      volume's log header and free the log blocks this txg makes obsolete.
 //   4. append this txg's alloc/free records to the space map (or condense it), write the
 //      MOS block.
 //   5. flush every vdev; write the uberblock into every label of every vdev; flush again.
-//   6. release frees of txg - kTxgDefer to the allocator; drop the syncing maps and the
-//      log records this txg holds.
+//   6. release frees of txg - kTxgDefer to the allocator; stop the cache copies where they
+//      are; drop the syncing maps and the log records this txg holds.
 //
 // A failure at any step suspends the pool (failed = true): later writes and syncs return
 // EIO; what is on disk is the previous txg, intact.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <system_error>
 
 #include "pool/pool_impl.h"
 
@@ -68,6 +70,29 @@ Status SyncContext::FlushWrites() {
   Status st = pool->vdevs[batch_vdev]->device()->Write(batch_offset, batch);
   batch.clear();
   return st;
+}
+
+void SyncContext::CacheCommitted(std::vector<std::pair<Dva, std::span<const uint8_t>>> blocks) {
+  if (!pool->block_cache || blocks.empty()) return;
+  // Below this the copies cost less than starting a thread.
+  constexpr uint64_t kThreadBytes = 1 << 20;
+  uint64_t bytes = 0;
+  for (const auto& [dva, data] : blocks) bytes += data.size();
+  auto fill = [pool = pool, txg = txg, blocks = std::move(blocks)](std::stop_token stop) {
+    for (const auto& [dva, data] : blocks) {
+      if (stop.stop_requested()) return;
+      pool->CacheCommitted(dva, data, txg);
+    }
+  };
+  if (bytes >= kThreadBytes) {
+    try {
+      cache_fills.emplace_back(fill);
+      return;
+    } catch (const std::system_error&) {
+      // No thread to be had: copy here.
+    }
+  }
+  fill(std::stop_token{});
 }
 
 Result<Dva> PoolImpl::AllocateLocked(uint64_t size) {
@@ -245,6 +270,7 @@ Status PoolImpl::SyncLocked() {
     for (const Dva& d : deferred.begin()->second) ReleaseLocked(d);
     deferred.erase(deferred.begin());
   }
+  ctx.StopCacheFills();
   for (auto& v : vols) released += v->FinishSync();
   zil->SyncDone(txg);
   {

@@ -59,7 +59,7 @@ class RunWriter {
 constexpr uint64_t kReturnToKernelBytes = 8 << 20;
 
 // Txgs with at least this much data are written by a helper thread while the commit's own
-// thread checksums and caches them.
+// thread checksums them.
 constexpr uint64_t kHelperThreadBytes = 1 << 20;
 
 bool AllZero(const uint8_t* p, size_t n) {
@@ -482,11 +482,13 @@ Status Volume::SyncTree(SyncContext& ctx) {
     if (!bp.IsHole()) data.emplace_back(&fresh.back().second, buf.get());
   }
   // The writes, the checksums and the copies into the block cache only read the buffers, so
-  // for a large txg a helper thread writes while this one checksums and caches (on two
-  // cores that work then costs no time). Written data is what a reader asks for next, as
-  // the host page cache would have it. Caching before the write completes is safe: the
-  // bytes are final, the key (address, txg) is new and no tree points at it before this
-  // commit's indirect blocks do, and a failed commit suspends the pool (no reads).
+  // for a large txg a helper thread writes while this one checksums, and the copies run on
+  // through the flushes (SyncContext::CacheCommitted; they are off the commit's path unless
+  // they outlast it, as they can the first time the cache grows into fresh memory). Written
+  // data is what a reader asks for next, as the host page cache would have it. Caching
+  // before the write completes is safe: the bytes are final, the key (address, txg) is new
+  // and no tree points at it before this commit's indirect blocks do, and a failed commit
+  // suspends the pool (no reads).
   Status written;
   auto write_all = [&] {
     RunWriter writer(pool_);
@@ -504,11 +506,14 @@ Status Volume::SyncTree(SyncContext& ctx) {
       // No thread to be had: write here (below).
     }
   }
+  std::vector<std::pair<Dva, std::span<const uint8_t>>> to_cache;
+  to_cache.reserve(data.size());
+  for (auto& [bp, buf] : data) {
+    to_cache.emplace_back(bp->dva[0], std::span<const uint8_t>(buf, vbs_));
+  }
+  ctx.CacheCommitted(std::move(to_cache));
   for (auto& [bp, buf] : data) {
     bp->checksum = ComputeChecksum(cksum, std::span<const uint8_t>(buf, vbs_));
-  }
-  for (auto& [bp, buf] : data) {
-    pool_->CacheCommitted(bp->dva[0], std::span<const uint8_t>(buf, vbs_), ctx.txg);
   }
   if (helper.joinable()) {
     helper.join();

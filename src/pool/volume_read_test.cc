@@ -2,8 +2,9 @@
 // blocks at unaligned offsets read back the model; adjacent committed blocks are read with
 // one vdev read per 128 KiB; a bad block inside a merged run is still EIO; reads keep the indirect
 // cache within its bound; the block cache (block_cache.h) serves repeated reads without vdev
-// I/O, never outlives a corrupt block's eviction, never returns a freed block's old bytes,
-// and stays within the pool's cache bound; zpool status's error counters count.
+// I/O, holds exact copies of what a commit wrote, never outlives a corrupt block's eviction, never
+// returns a freed block's old bytes, and stays within the pool's cache bound; zpool status's error
+// counters count.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -197,6 +198,44 @@ TEST(VolumeReadTest, CachedBlocksAreReadWithoutVdevIo) {
   EXPECT_EQ(s.trace->StopRecording().size(), 0u);
   EXPECT_EQ(back, d);
   EXPECT_EQ(cache.Stats().hits - hits_before, 256u);
+}
+
+// The commit offers what it writes to the block cache. A small txg's blocks are copied
+// before the commit returns, so they read with no vdev I/O. A large txg's are copied on a
+// thread of their own, which the commit stops once durable: some may be left out, but the
+// copies are exact and none outlives the commit, whose buffers the next txg's writes reuse.
+TEST(VolumeReadTest, TheCommitCachesWhatItWrites) {
+  auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 4096, 32 * kMiB, TestTuning());
+  auto& cache = *s.pool->impl()->block_cache;
+  auto small = Pattern(256 * 1024, 14);
+  ASSERT_TRUE(s.dev->Write(0, small).ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
+  EXPECT_EQ(cache.Stats().entries, small.size() / 4096);
+  std::vector<uint8_t> back(small.size());
+  s.trace->StartRecording();
+  ASSERT_TRUE(ReadInChunks(*s.dev, back, 4096).ok());
+  EXPECT_EQ(s.trace->StopRecording().size(), 0u);
+  EXPECT_EQ(back, small);
+
+  const uint64_t big_size = 8 * kMiB;
+  auto first = Pattern(big_size, 15), second = Pattern(big_size, 16);
+  ASSERT_TRUE(s.dev->Write(kMiB, first).ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
+  const uint64_t entries = cache.Stats().entries;
+  EXPECT_LE(entries, (small.size() + big_size) / 4096);
+  ASSERT_TRUE(s.dev->Write(kMiB + big_size, second).ok());  // into the recycled buffers
+  EXPECT_EQ(cache.Stats().entries, entries);
+  auto read_back = [&](uint64_t at, const std::vector<uint8_t>& want) {
+    std::vector<uint8_t> got(4096);
+    for (uint64_t off = 0; off < want.size(); off += got.size()) {
+      ASSERT_TRUE(s.dev->Read(at + off, got).ok());
+      ASSERT_TRUE(std::equal(got.begin(), got.end(), want.begin() + off)) << "at " << at + off;
+    }
+  };
+  read_back(kMiB, first);
+  ASSERT_TRUE(s.pool->Sync().ok());
+  read_back(kMiB, first);
+  read_back(kMiB + big_size, second);
 }
 
 TEST(VolumeReadTest, CorruptBlockIsStillEioOnceEvicted) {
