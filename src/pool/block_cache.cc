@@ -264,6 +264,14 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
   s.stats.inserted++;
 }
 
+void BlockCache::Forget(const BlockKey& key) {
+  const uint64_t h = HashKey(key);
+  Shard& s = ShardFor(h);
+  std::lock_guard l(s.mu);
+  const size_t i = s.Find(key, h);
+  if (s.table[i].data != nullptr) bytes_ -= s.Remove(i);
+}
+
 void BlockCache::Clear() {
   for (auto& sp : shards_) {
     Shard& s = *sp;

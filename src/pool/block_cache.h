@@ -60,7 +60,7 @@ struct BlockCacheStats {
   uint64_t misses = 0;
   uint64_t inserted = 0;  // admitted (including writes at commit)
   uint64_t rejected = 0;  // refused by admission (no room for something this rarely used)
-  uint64_t evicted = 0;
+  uint64_t evicted = 0;   // for room, or forgotten (freed by a commit)
   uint64_t entries = 0;
   uint64_t bytes = 0;  // charged bytes, sketch included
 };
@@ -85,6 +85,10 @@ class BlockCache {
   // Offers a verified copy of the whole block (key.size bytes). `count_access`: this call
   // is itself an access (a write at commit); false after a Lookup miss already counted it.
   void Insert(const BlockKey& key, const uint8_t* data, bool count_access);
+  // Drops the block's entry, if any: a commit freed the block, so no one will ask for it
+  // again, and its room goes to blocks that are live (admission would otherwise keep the
+  // dead copies of overwritten blocks and refuse their new versions).
+  void Forget(const BlockKey& key);
   // Drops every entry (tests; close). The frequency history is kept.
   void Clear();
 

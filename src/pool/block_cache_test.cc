@@ -1,5 +1,6 @@
 // BlockCache (block_cache.h): hits return the bytes inserted, the bound (shared with the
-// indirect cache) holds, a scan does not wipe a hot set, and a popular block gets in.
+// indirect cache) holds, a scan does not wipe a hot set, a popular block gets in, and a
+// forgotten (freed) block makes room for a new one.
 #include "pool/block_cache.h"
 
 #include <gtest/gtest.h>
@@ -47,6 +48,40 @@ TEST(BlockCacheTest, HitReturnsTheBytesAndMissesDoNot) {
   c.Clear();
   EXPECT_FALSE(c.Lookup(Key(1), out.data(), 0, 4096));
   EXPECT_EQ(c.Stats().entries, 0u);
+}
+
+// A full cache refuses a block seen once, unless blocks the pool freed are forgotten first.
+TEST(BlockCacheTest, ForgottenBlocksMakeRoomForNewOnes) {
+  BlockCache c(2 * kMiB, nullptr);
+  uint64_t n = 0;
+  while (c.Stats().rejected == 0) {
+    c.Insert(Key(n), Block(n).data(), true);
+    n++;
+  }
+  const uint64_t full = c.Stats().entries;
+  ASSERT_GT(full, 100u);
+  c.Insert(Key(n), Block(n).data(), true);
+  EXPECT_EQ(c.Stats().rejected, 2u);
+  std::vector<uint8_t> out(4096);
+  for (uint64_t i = 0; i < 10; i++) c.Forget(Key(i * 7));
+  c.Forget(Key(n + 100));  // never cached: nothing happens
+  EXPECT_EQ(c.Stats().entries, full - 10);
+  for (uint64_t i = n + 1; i < n + 11; i++) c.Insert(Key(i), Block(i).data(), true);
+  const auto st = c.Stats();
+  EXPECT_EQ(st.rejected, 2u);
+  EXPECT_EQ(st.entries, full);
+  EXPECT_LE(st.bytes, 2 * kMiB);
+  for (uint64_t i = 0; i < n - 1; i++) {
+    const bool forgotten = i % 7 == 0 && i < 70;
+    ASSERT_EQ(c.Lookup(Key(i), out.data(), 0, 4096), !forgotten) << i;
+    if (!forgotten) {
+      ASSERT_EQ(out, Block(i)) << i;
+    }
+  }
+  for (uint64_t i = n + 1; i < n + 11; i++) {
+    ASSERT_TRUE(c.Lookup(Key(i), out.data(), 0, 4096)) << i;
+    ASSERT_EQ(out, Block(i)) << i;
+  }
 }
 
 TEST(BlockCacheTest, StaysWithinTheBoundSharedWithTheIndirectCache) {

@@ -145,8 +145,15 @@ class PoolImpl {
   BlockPtr mos_bp;               // GUARDED_BY(sync_mu)
   std::map<uint64_t, std::vector<Dva>> deferred;  // GUARDED_BY(sync_mu): txg -> frees
 
-  Status Sync();        // takes sync_mu
-  Status SyncLocked();  // sync_mu held
+  Status Sync();  // takes sync_mu
+  // sync_mu held. Commits nothing when nothing changed, unless `even_if_clean` (a txg
+  // with no changes still releases the frees of txg - kTxgDefer).
+  Status SyncLocked(bool even_if_clean = false);
+  // For a write that found no room: commits once if that could free space (data is dirty,
+  // whose overwritten blocks the commit frees, or frees wait for release). False when
+  // nothing could: the pool is full. kTxgDefer + 1 calls release every free pending at
+  // the first.
+  bool CommitForSpace();
   // The sync thread's commit on a kick: skipped when, once sync_mu is held, less than
   // `bytes` is dirty (a commit that ran meanwhile took the data that kicked it).
   Status SyncIfDirtyAtLeast(uint64_t bytes);

@@ -47,6 +47,9 @@ Status SyncContext::Free(const BlockPtr& bp, Volume* owner) {
     deferred.push_back(d);
     if (owner != nullptr) owner->AdjustUsed(-static_cast<int64_t>(d.asize()));
   }
+  if (pool->block_cache && bp.type == BlockType::kVolData) {
+    pool->block_cache->Forget(PoolImpl::CacheKey(bp));
+  }
   return Status::Ok();
 }
 
@@ -154,7 +157,13 @@ Status PoolImpl::Sync() {
   return SyncLocked();
 }
 
-Status PoolImpl::SyncLocked() {
+bool PoolImpl::CommitForSpace() {
+  std::lock_guard l(sync_mu);
+  if (dirty_bytes.load() == 0 && deferred.empty()) return false;
+  return SyncLocked(/*even_if_clean=*/true).ok();
+}
+
+Status PoolImpl::SyncLocked(bool even_if_clean) {
   if (failed) return Status::IoError("pool " + name + " is suspended after a failed commit");
   // 1. quiesce
   std::vector<std::shared_ptr<Volume>> vols, destroyed;
@@ -171,7 +180,8 @@ Status PoolImpl::SyncLocked() {
     }
     destroyed.swap(pending_destroy);
     for (auto& v : destroyed) dirty_entries += v->Quiesce();
-    if (dirty_entries == 0 && destroyed.empty() && !mos_dirty && !zil->NeedsCommit(closing)) {
+    if (dirty_entries == 0 && destroyed.empty() && !mos_dirty && !zil->NeedsCommit(closing) &&
+        !even_if_clean) {
       return Status::Ok();
     }
     txg = open_txg++;

@@ -506,12 +506,6 @@ Status Volume::SyncTree(SyncContext& ctx) {
       // No thread to be had: write here (below).
     }
   }
-  std::vector<std::pair<Dva, std::span<const uint8_t>>> to_cache;
-  to_cache.reserve(data.size());
-  for (auto& [bp, buf] : data) {
-    to_cache.emplace_back(bp->dva[0], std::span<const uint8_t>(buf, vbs_));
-  }
-  ctx.CacheCommitted(std::move(to_cache));
   for (auto& [bp, buf] : data) {
     bp->checksum = ComputeChecksum(cksum, std::span<const uint8_t>(buf, vbs_));
   }
@@ -521,6 +515,12 @@ Status Volume::SyncTree(SyncContext& ctx) {
     write_all();
   }
   VS_RETURN_IF_ERROR(written);
+  std::vector<std::pair<Dva, std::span<const uint8_t>>> to_cache;
+  to_cache.reserve(data.size());
+  for (auto& [bp, buf] : data) {
+    to_cache.emplace_back(bp->dva[0], std::span<const uint8_t>(buf, vbs_));
+  }
+  ctx.CacheCommitted(std::move(to_cache));
 
   std::lock_guard l(tree_mu_);
   std::vector<std::set<uint64_t>> dirty(phys_.levels + 2);

@@ -2,9 +2,9 @@
 // blocks at unaligned offsets read back the model; adjacent committed blocks are read with
 // one vdev read per 128 KiB; a bad block inside a merged run is still EIO; reads keep the indirect
 // cache within its bound; the block cache (block_cache.h) serves repeated reads without vdev
-// I/O, holds exact copies of what a commit wrote, never outlives a corrupt block's eviction, never
-// returns a freed block's old bytes, and stays within the pool's cache bound; zpool status's error
-// counters count.
+// I/O, holds exact copies of what a commit wrote and not what it freed, never outlives a corrupt
+// block's eviction, never returns a freed block's old bytes, and stays within the pool's cache
+// bound; zpool status's error counters count.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -236,6 +236,25 @@ TEST(VolumeReadTest, TheCommitCachesWhatItWrites) {
   ASSERT_TRUE(s.pool->Sync().ok());
   read_back(kMiB, first);
   read_back(kMiB + big_size, second);
+}
+
+// A commit that frees a block (its data was overwritten) drops it from the block cache: the
+// cache holds the new version, not both.
+TEST(VolumeReadTest, AnOverwrittenBlockLeavesTheCache) {
+  auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 4096, 4 * kMiB, TestTuning());
+  auto& cache = *s.pool->impl()->block_cache;
+  auto first = Pattern(256 * 1024, 17), second = Pattern(256 * 1024, 18);
+  ASSERT_TRUE(s.dev->Write(0, first).ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
+  EXPECT_EQ(cache.Stats().entries, first.size() / 4096);
+  ASSERT_TRUE(s.dev->Write(0, second).ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
+  EXPECT_EQ(cache.Stats().entries, second.size() / 4096);
+  std::vector<uint8_t> back(second.size());
+  s.trace->StartRecording();
+  ASSERT_TRUE(ReadInChunks(*s.dev, back, 4096).ok());
+  EXPECT_EQ(s.trace->StopRecording().size(), 0u);
+  EXPECT_EQ(back, second);
 }
 
 TEST(VolumeReadTest, CorruptBlockIsStillEioOnceEvicted) {

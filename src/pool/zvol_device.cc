@@ -63,21 +63,29 @@ uint64_t ZvolDevice::OpenTxg() const {
 
 Status ZvolDevice::MakeDurable(const Mode& m) { return m.log ? zil_->Commit() : pool_->Sync(); }
 
+Status ZvolDevice::RetryWhileSpaceIsComing(bool logged, const std::function<Status()>& attempt) {
+  for (uint64_t commits = 0;; commits++) {
+    Status st = attempt();
+    // A failed attempt may have changed part of the range: only a txg makes that durable.
+    if (!logged || !st.ok()) zil_->NoteUnlogged(OpenTxg());
+    if (st.code() != ENOSPC || commits > kTxgDefer || !pool_->impl()->CommitForSpace()) {
+      return st;
+    }
+  }
+}
+
 Status ZvolDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, bdev::WriteOptions opts) {
   VS_RETURN_IF_ERROR(pool_->impl()->CheckUsable());
   const Mode m = GetMode();
-  Status st;
-  if (m.log) {
+  Status st = RetryWhileSpaceIsComing(m.log, [&] {
+    if (!m.log) return volume_->Write(offset, buf, /*throttle=*/false);
     Zil::RangeLock range(*zil_, offset, buf.size());
-    st = volume_->Write(offset, buf, /*throttle=*/false);
+    Status written = volume_->Write(offset, buf, /*throttle=*/false);
     // The open txg read after the write bounds the txg that holds it (zil.cc); read before
     // the throttle, which may start a commit and so make it one txg too new.
-    if (st.ok()) zil_->LogWrite(OpenTxg(), offset, buf);
-  } else {
-    st = volume_->Write(offset, buf, /*throttle=*/false);
-  }
-  // A failed write may have changed part of the range: only a txg makes that durable.
-  if (!m.log || !st.ok()) zil_->NoteUnlogged(OpenTxg());
+    if (written.ok()) zil_->LogWrite(OpenTxg(), offset, buf);
+    return written;
+  });
   pool_->impl()->Throttle();
   VS_RETURN_IF_ERROR(st);
   if (m.always || (opts.fua && !m.disabled)) return MakeDurable(m);
@@ -94,15 +102,13 @@ Status ZvolDevice::DoFlush() {
 Status ZvolDevice::Zero(uint64_t offset, uint64_t length, bool fua) {
   VS_RETURN_IF_ERROR(pool_->impl()->CheckUsable());
   const Mode m = GetMode();
-  Status st;
-  if (m.log) {
+  Status st = RetryWhileSpaceIsComing(m.log, [&] {
+    if (!m.log) return volume_->Zero(offset, length, /*throttle=*/false);
     Zil::RangeLock range(*zil_, offset, length);
-    st = volume_->Zero(offset, length, /*throttle=*/false);
-    if (st.ok()) zil_->LogZero(OpenTxg(), offset, length);
-  } else {
-    st = volume_->Zero(offset, length, /*throttle=*/false);
-  }
-  if (!m.log || !st.ok()) zil_->NoteUnlogged(OpenTxg());
+    Status zeroed = volume_->Zero(offset, length, /*throttle=*/false);
+    if (zeroed.ok()) zil_->LogZero(OpenTxg(), offset, length);
+    return zeroed;
+  });
   pool_->impl()->Throttle();
   VS_RETURN_IF_ERROR(st);
   if (m.always || (fua && !m.disabled)) return MakeDurable(m);

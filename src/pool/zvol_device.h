@@ -15,6 +15,7 @@
 // Threads: safe from any number of threads (see volume.h for the locking).
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "bdev/block_device.h"
@@ -53,6 +54,12 @@ class ZvolDevice final : public bdev::BlockDevice {
   // Zeroes [offset, offset+length) (discard / write-zeroes), logged like a write.
   Status Zero(uint64_t offset, uint64_t length, bool fua);
   Status MakeDurable(const Mode& m);
+  // Runs `attempt` (a write or a zeroing of the volume) and, while it finds the pool out of
+  // space but commits would free some, commits and runs it again. An overwrite needs its
+  // new blocks before the old are freed, and freed space returns kTxgDefer txgs later: a
+  // stream of overwrites would otherwise fail in a pool that is far from full (zfs waits
+  // for the txgs too). `logged`: a successful attempt is in the intent log.
+  Status RetryWhileSpaceIsComing(bool logged, const std::function<Status()>& attempt);
 
   std::shared_ptr<Pool> pool_;  // declared first: destroyed after volume_
   std::shared_ptr<Volume> volume_;
