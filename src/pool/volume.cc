@@ -482,13 +482,13 @@ Status Volume::SyncTree(SyncContext& ctx) {
     if (!bp.IsHole()) data.emplace_back(&fresh.back().second, buf.get());
   }
   // The writes, the checksums and the copies into the block cache only read the buffers, so
-  // for a large txg a helper thread writes while this one checksums, and the copies run on
-  // through the flushes (SyncContext::CacheCommitted; they are off the commit's path unless
-  // they outlast it, as they can the first time the cache grows into fresh memory). Written
-  // data is what a reader asks for next, as the host page cache would have it. Caching
-  // before the write completes is safe: the bytes are final, the key (address, txg) is new
-  // and no tree points at it before this commit's indirect blocks do, and a failed commit
-  // suspends the pool (no reads).
+  // for a large txg a helper thread writes while this one checksums. The copies start once
+  // the data is written and run on through the flushes, when the CPUs wait for the disk
+  // (SyncContext::CacheCommitted: the commit stops them when durable, so they never delay
+  // it). Written data is what a reader asks for next, as the host page cache would have it.
+  // Caching before the commit completes is safe: the bytes are final, the key (address,
+  // txg) is new and no tree points at it before this commit's indirect blocks do, and a
+  // failed commit suspends the pool (no reads).
   Status written;
   auto write_all = [&] {
     RunWriter writer(pool_);
