@@ -122,7 +122,12 @@ class PoolImpl {
   std::atomic<bool> failed{false};  // a txg commit failed: the pool is suspended
   std::atomic<uint64_t> dirty_bytes{0};
   std::atomic<uint64_t> cache_bytes{0};  // the volumes' cached indirect blocks
-  std::atomic<uint64_t> free_bytes{0};   // allocatable now (excludes deferred frees)
+  // Set when the indirect caches gave up enough memory to be worth handing back to the
+  // kernel (Volume::TrimCacheLocked). TrimHeap does it, after a commit, with no lock held:
+  // malloc_trim walks the whole heap, and readers would wait for it.
+  std::atomic<bool> heap_to_trim{false};
+  void TrimHeap();
+  std::atomic<uint64_t> free_bytes{0};  // allocatable now (excludes deferred frees)
   std::atomic<uint64_t> unused_reservation{0};
   std::atomic<uint64_t> synced_txg{0};
 

@@ -21,7 +21,11 @@
 // block per txg appended (condensed into a fresh list of live extents when long). The MOS
 // and space-map blocks are not in it; import adds them from their pointers. So free space
 // after import = allocatable range - (replayed live set) - (meta blocks); a crash loses
-// neither (the log belongs to the same txg as the tree it describes).
+// neither (the log belongs to the same txg as the tree it describes). A write reserves
+// its block's space when it dirties it (ReserveDirty), before the block it overwrites is
+// freed; a write that finds no room while commits would free some (dirty data, deferred
+// frees) commits and tries again, up to kTxgDefer + 1 times, so a stream of overwrites in a
+// half-empty pool waits for its frees instead of failing (ZvolDevice::RetryWhileSpaceIsComing).
 //
 // When txgs commit. On Sync(), on a timer (txg_timeout), when dirty data passes
 // dirty_max/4 (the sync thread is kicked), and writers block at dirty_max; a volume's
@@ -230,6 +234,7 @@ void PoolImpl::StartSyncThread() {
       // A failure suspends the pool; callers see it on their I/O.
       if (kicked) {
         SyncIfDirtyAtLeast(tuning.dirty_max_bytes / 4).IgnoreError();
+        TrimHeap();
       } else {
         Sync().IgnoreError();
       }

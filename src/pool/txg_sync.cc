@@ -18,6 +18,8 @@
 //
 // A failure at any step suspends the pool (failed = true): later writes and syncs return
 // EIO; what is on disk is the previous txg, intact.
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -153,8 +155,17 @@ Status PoolImpl::FlushAll() {
 }
 
 Status PoolImpl::Sync() {
-  std::lock_guard l(sync_mu);
-  return SyncLocked();
+  Status st;
+  {
+    std::lock_guard l(sync_mu);
+    st = SyncLocked();
+  }
+  TrimHeap();
+  return st;
+}
+
+void PoolImpl::TrimHeap() {
+  if (heap_to_trim.exchange(false)) ::malloc_trim(0);
 }
 
 bool PoolImpl::CommitForSpace() {

@@ -1,7 +1,5 @@
 #include "pool/volume.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <cstring>
 #include <system_error>
@@ -229,7 +227,7 @@ void Volume::TrimCacheLocked() {
   // The space given up goes to the block cache, whose memory is mapped apart from malloc's
   // (block_arena.h): hand the freed pages back to the kernel, or the process keeps both
   // (pool_bench ThinFill, 50 GiB: peak RSS 547 MiB against the bound of 384 without this).
-  if (freed >= kReturnToKernelBytes) ::malloc_trim(0);
+  if (freed >= kReturnToKernelBytes) pool_->heap_to_trim = true;
 }
 
 Result<std::shared_ptr<Volume::Indirect>> Volume::GetForWriteLocked(uint32_t level,
