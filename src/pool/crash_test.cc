@@ -12,6 +12,7 @@
 //   - CheckPool finds every tree, the space map and the log blocks consistent (no leak, no
 //     double allocation) and every data checksum good;
 //   - the pool keeps working: more writes, a flush, and the check again.
+// A quarter of the points run in a pool nearly full, so writes wait for freed space.
 // Volumes use the intent log (logbias=latency) mostly, some logbias=throughput (flush =
 // txg commit) and some sync=always. CI runs kCiCrashPoints crash points across seeds;
 // VOLSTACK_LONG=1 runs 20x more; VOLSTACK_CRASH_SEED=N reruns the point of seed N
@@ -52,8 +53,9 @@ void Apply(const Op& op, std::vector<std::vector<uint8_t>>& images) {
 struct Outcome {
   std::string error;  // empty = verified
   uint64_t ops = 0;
-  uint64_t replayed = 0;     // log records replayed by the imports
-  uint64_t double_cuts = 0;  // points with a second power cut during import
+  uint64_t replayed = 0;       // log records replayed by the imports
+  uint64_t double_cuts = 0;    // points with a second power cut during import
+  uint64_t space_commits = 0;  // commits made for a write that found no room
 };
 
 Outcome RunCrashPoint(uint64_t seed) {
@@ -95,6 +97,21 @@ Outcome RunCrashPoint(uint64_t seed) {
     vols.push_back(*pool->OpenVolume(name));
     images.emplace_back(vo.volsize, 0);
     always.push_back(kind == 1);
+  }
+  // A quarter of the points run in a pool nearly full: a thick volume, never written,
+  // reserves all but a few MiB, so overwrites wait for the space their commits free
+  // (ZvolDevice::RetryWhileSpaceIsComing) and some writes fail with ENOSPC.
+  if (rng() % 4 == 0) {
+    uint64_t avail = 0;
+    for (const auto& d : pool->ListDatasets()) {
+      if (d.name == "trunk") avail = d.available;
+    }
+    VolumeOptions filler;
+    filler.volsize = avail / kMiB * kMiB - (rng() % 3) * kMiB;
+    // The largest that fits (its indirect blocks are reserved too), down to half the pool.
+    while (filler.volsize > 32 * kMiB && !pool->CreateVolume("trunk/filler", filler).ok()) {
+      filler.volsize -= kMiB / 2;
+    }
   }
   // Arm the cut on vdev 0 at a random mutating request; the others are cut when it fires.
   const auto mode = static_cast<bdev::CrashMode>(rng() % 4);
@@ -163,6 +180,7 @@ Outcome RunCrashPoint(uint64_t seed) {
   for (auto& f : faults) {
     if (f->powered()) f->CutPower(mode).IgnoreError();
   }
+  out.space_commits = pool->impl()->space_commits;
   vols.clear();
   pool.reset();  // its close-time sync fails on the dead devices: nothing reaches the image
 
@@ -260,7 +278,13 @@ Outcome RunCrashPoint(uint64_t seed) {
   auto report = CheckPool(*pool, true);
   if (!report.ok()) return fail("check: " + report.status().ToString());
   if (!report->ok()) return fail("check: " + report->Summary());
-  // The pool keeps working after the crash.
+  // The pool keeps working after the crash (with room to work: a full pool's overwrite
+  // rightly fails).
+  for (const auto& d : pool->ListDatasets()) {
+    if (d.name == "trunk/filler" && !pool->DestroyVolume(d.name).ok()) {
+      return fail("destroying the filler");
+    }
+  }
   auto dev = *pool->OpenVolume("trunk/v0");
   std::vector<uint8_t> d(8192, 0x5a);
   if (!dev->Write(0, d).ok() || !dev->Flush().ok()) return fail("write after import");
@@ -280,12 +304,13 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
     if (const char* n = std::getenv("VOLSTACK_CRASH_POINTS")) points = std::atoi(n);
   }
   int failures = 0;
-  uint64_t ops = 0, replayed = 0, double_cuts = 0;
+  uint64_t ops = 0, replayed = 0, double_cuts = 0, space_commits = 0;
   for (int i = 0; i < points; i++) {
     Outcome o = RunCrashPoint(first_seed + static_cast<uint64_t>(i));
     ops += o.ops;
     replayed += o.replayed;
     double_cuts += o.double_cuts;
+    space_commits += o.space_commits;
     if (!o.error.empty()) {
       ADD_FAILURE() << o.error;
       if (++failures >= 5) break;
@@ -293,13 +318,15 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
   }
   std::printf(
       "crash points: %d, workload ops: %llu, log records replayed: %llu, "
-      "cuts during import: %llu\n",
+      "cuts during import: %llu, commits for space: %llu\n",
       points, static_cast<unsigned long long>(ops), static_cast<unsigned long long>(replayed),
-      static_cast<unsigned long long>(double_cuts));
-  // The suite must exercise the log: replays and cuts during import happen.
+      static_cast<unsigned long long>(double_cuts), static_cast<unsigned long long>(space_commits));
+  // The suite must exercise the log (replays and cuts during import happen) and writes
+  // that wait for space.
   if (points >= 100) {
     EXPECT_GT(replayed, 0u);
     EXPECT_GT(double_cuts, 0u);
+    EXPECT_GT(space_commits, 0u);
   }
 }
 

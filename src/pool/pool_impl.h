@@ -155,10 +155,12 @@ class PoolImpl {
   // with no changes still releases the frees of txg - kTxgDefer).
   Status SyncLocked(bool even_if_clean = false);
   // For a write that found no room: commits once if that could free space (data is dirty,
-  // whose overwritten blocks the commit frees, or frees wait for release). False when
-  // nothing could: the pool is full. kTxgDefer + 1 calls release every free pending at
-  // the first.
+  // whose overwritten blocks the commit frees, or frees wait for release); false if the
+  // commit failed or nothing could. kTxgDefer + 1 calls release every free pending at the
+  // first. Callers bound their calls: every commit defers the metadata blocks it replaces,
+  // so frees are almost always waiting, even in a full pool.
   bool CommitForSpace();
+  std::atomic<uint64_t> space_commits{0};  // txgs CommitForSpace committed (tests)
   // The sync thread's commit on a kick: skipped when, once sync_mu is held, less than
   // `bytes` is dirty (a commit that ran meanwhile took the data that kicked it).
   Status SyncIfDirtyAtLeast(uint64_t bytes);

@@ -209,8 +209,16 @@ TEST(PoolTest, ThickVolumeReservesSpaceAndEnospc) {
   auto thin = *f.pool->OpenVolume("trunk/thin");
   auto d = Pattern(kMiB, 5);
   Status st;
-  for (uint64_t off = 0; off < 64 * kMiB && st.ok(); off += kMiB) st = thin->Write(off, d);
+  uint64_t off = 0;
+  for (; off < 64 * kMiB; off += kMiB) {
+    st = thin->Write(off, d);
+    if (!st.ok()) break;
+  }
   EXPECT_EQ(st.code(), ENOSPC);
+  // The write that failed changed nothing: its range still reads as never written.
+  std::vector<uint8_t> back(kMiB, 1);
+  ASSERT_TRUE(thin->Read(off, back).ok());
+  EXPECT_EQ(back, std::vector<uint8_t>(kMiB, 0));
   ASSERT_TRUE(thin->Flush().ok());
   // The thick volume can still be written entirely.
   auto thick = *f.pool->OpenVolume("trunk/thick");

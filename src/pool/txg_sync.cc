@@ -171,6 +171,7 @@ void PoolImpl::TrimHeap() {
 bool PoolImpl::CommitForSpace() {
   std::lock_guard l(sync_mu);
   if (dirty_bytes.load() == 0 && deferred.empty()) return false;
+  space_commits++;
   return SyncLocked(/*even_if_clean=*/true).ok();
 }
 

@@ -327,6 +327,11 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
 }
 
 Status Volume::Write(uint64_t offset, std::span<const uint8_t> buf, bool throttle) {
+  // A write that fails for want of space changes nothing (zfs, too, reserves a
+  // transaction's space before it changes anything): room for every block it may dirty is
+  // checked first. (WriteBlock checks again, for writers racing for the last free space.)
+  const uint64_t blocks = (offset + buf.size() + vbs_ - 1) / vbs_ - offset / vbs_;
+  VS_RETURN_IF_ERROR(pool_->ReserveDirty(this, blocks * vbs_));
   size_t done = 0;
   while (done < buf.size()) {
     const uint64_t pos = offset + done;
@@ -342,6 +347,14 @@ Status Volume::Write(uint64_t offset, std::span<const uint8_t> buf, bool throttl
 Status Volume::Zero(uint64_t offset, uint64_t length, bool throttle) {
   uint64_t pos = offset;
   const uint64_t end = offset + length;
+  // Whole blocks become holes, which take no space; partial ones are rewritten and need
+  // room, checked first as in Write.
+  if (length > 0) {
+    const uint64_t first = offset / vbs_, last = (end - 1) / vbs_;
+    uint64_t partial = offset % vbs_ != 0 || (first == last && end % vbs_ != 0) ? 1 : 0;
+    if (last != first && end % vbs_ != 0) partial++;
+    if (partial > 0) VS_RETURN_IF_ERROR(pool_->ReserveDirty(this, partial * vbs_));
+  }
   while (pos < end) {
     const uint64_t blkid = pos / vbs_;
     const uint32_t in_off = static_cast<uint32_t>(pos % vbs_);
