@@ -108,7 +108,7 @@ Outcome RunCrashPoint(uint64_t seed) {
     }
     VolumeOptions filler;
     filler.volsize = avail / kMiB * kMiB - (rng() % 3) * kMiB;
-    // The largest that fits (its indirect blocks are reserved too), down to half the pool.
+    // The largest that fits (its indirect blocks are reserved too), but no less than 32 MiB.
     while (filler.volsize > 32 * kMiB && !pool->CreateVolume("trunk/filler", filler).ok()) {
       filler.volsize -= kMiB / 2;
     }
