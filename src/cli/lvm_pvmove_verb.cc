@@ -330,7 +330,8 @@ Status AbortVgMove(const Context& ctx, lvm::Lvm& session, const std::string& vg)
   return lvm::AbortMove(session, vg);
 }
 
-// Writes `v` in decimal to fd (async-signal-safe: used between fork and exec).
+// Writes `v` in decimal to fd, as MoverLock does: over the old text, then cut to length
+// (async-signal-safe: used between fork and exec).
 void WritePidText(int fd, pid_t v) {
   char b[24];
   int i = sizeof b;
@@ -339,7 +340,8 @@ void WritePidText(int fd, pid_t v) {
     b[--i] = static_cast<char>('0' + v % 10);
     v /= 10;
   } while (v > 0);
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, b + i, sizeof b - static_cast<size_t>(i), 0) < 0) {
+  const size_t n = sizeof b - static_cast<size_t>(i);
+  if (::pwrite(fd, b + i, n, 0) < 0 || ::ftruncate(fd, static_cast<off_t>(n)) != 0) {
   }
 }
 

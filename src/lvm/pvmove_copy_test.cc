@@ -1,9 +1,11 @@
 #include "lvm/pvmove_copy.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -160,6 +162,38 @@ TEST(PvmoveLockTest, OneMoverPerVgAndAdoption) {
   EXPECT_TRUE(MoverLock::Take(dir, "vg").ok());  // released
   ::unlink(MoverLock::Path(dir, "vg").c_str());
   ::unlink(MoverLock::Path(dir, "other").c_str());
+  ::rmdir(dir);
+}
+
+// A background mover rewrites the PID its parent wrote for it while `pvmove` may be asking
+// who holds the lock: a reader must never find the file empty.
+TEST(PvmoveLockTest, AReaderAlwaysFindsThePid) {
+  char dir[] = "/tmp/volstack_lock_test_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  {
+    auto held = MoverLock::Take(dir, "vg");
+    ASSERT_TRUE(held.ok()) << held.status().ToString();
+    std::atomic<bool> done{false};
+    std::atomic<int> reads{0}, missing{0};
+    std::thread reader([&] {
+      const int fd = ::open(MoverLock::Path(dir, "vg").c_str(), O_RDONLY | O_CLOEXEC);
+      while (!done) {
+        char buf[32] = {};
+        if (::pread(fd, buf, sizeof buf - 1, 0) <= 0 || std::atoi(buf) != ::getpid()) missing++;
+        reads++;
+      }
+      ::close(fd);
+    });
+    for (int i = 0; i < 20000 || reads < 1000; i++) {
+      auto adopted = MoverLock::Adopt(dir, "vg", ::dup((*held)->fd()));
+      ASSERT_TRUE(adopted.ok()) << adopted.status().ToString();
+      (*adopted)->KeepPidOnClose();
+    }
+    done = true;
+    reader.join();
+    EXPECT_EQ(missing.load(), 0) << "of " << reads.load() << " reads";
+  }
+  ::unlink(MoverLock::Path(dir, "vg").c_str());
   ::rmdir(dir);
 }
 

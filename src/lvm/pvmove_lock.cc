@@ -47,8 +47,12 @@ std::string MoverLock::Path(const std::string& dir, const std::string& vg) {
 }
 
 Status MoverLock::WritePid() {
+  // Written over the old PID, then cut to length: a reader never finds the file empty, and
+  // the first line is always a whole PID (a background mover rewrites the PID its parent
+  // wrote for it while `pvmove` may already be asking who holds the lock).
   const std::string text = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, text.data(), text.size(), 0) < 0) {
+  if (::pwrite(fd_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()) ||
+      ::ftruncate(fd_, static_cast<off_t>(text.size())) != 0) {
     return ErrnoStatus("write the pvmove lock");
   }
   return Status::Ok();

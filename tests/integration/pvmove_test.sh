@@ -76,7 +76,7 @@ expect_fail vs pvmove -b "$T/a.img" "$T/c.img"
 grep -q "not found in Volume Group" "$T/expect_fail.err" || fail "-b other VG: $(cat "$T/expect_fail.err")"
 vs lvs -a --noheadings -o lv_name vgm | grep -q pvmove0 && fail "a refused -b left a move"
 # The background mover's PID is in the VG's mover lock file.
-mover_pid() { tr -d '\n' <"$VS_STATE/pvmove.vgm.lock" 2>/dev/null || true; }
+mover_pid() { head -n 1 "$VS_STATE/pvmove.vgm.lock" 2>/dev/null | tr -d '\n' || true; }
 alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) && [ "${s#Z}" = "$s" ]; }
 kill_mover() { local p; p=$(mover_pid); [ -z "$p" ] || ! alive "$p" || kill "$p" || true; }
 on_exit kill_mover
