@@ -74,8 +74,14 @@ std::string Path(const std::string& n) {
   return Dir() + "/volstack-pool-bench-" + std::to_string(getpid()) + "-" + n;
 }
 
+// Die() exits without running the destructors that remove the files: it removes them.
+void RemoveFiles() {
+  for (const char* n : {"raw", "vdev", "keep"}) ::unlink(Path(n).c_str());
+}
+
 void Die(const std::string& what) {
   std::fprintf(stderr, "pool_bench: %s\n", what.c_str());
+  RemoveFiles();
   std::exit(1);
 }
 
