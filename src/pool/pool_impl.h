@@ -149,16 +149,25 @@ class PoolImpl {
   std::vector<BlockPtr> sm_bps;  // GUARDED_BY(sync_mu)
   BlockPtr mos_bp;               // GUARDED_BY(sync_mu)
   std::map<uint64_t, std::vector<Dva>> deferred;  // GUARDED_BY(sync_mu): txg -> frees
+  // GUARDED_BY(sync_mu): the newest txg that freed blocks of a tree or a log (not only the
+  // metadata every commit replaces). Its frees wait until txg + kTxgDefer is durable.
+  uint64_t last_free_txg = 0;
+  bool FreesWaitingLocked() const {
+    return last_free_txg > 0 && synced_txg.load() < last_free_txg + kTxgDefer;
+  }
 
   Status Sync();  // takes sync_mu
+  // The sync thread's commit on its timer: as Sync(), and also when nothing changed but
+  // frees wait for release, so space a discard or a destroy gave back becomes free within
+  // kTxgDefer timeouts instead of at the next write (zfs, too, syncs on its timer).
+  Status SyncOnTimer();
   // sync_mu held. Commits nothing when nothing changed, unless `even_if_clean` (a txg
   // with no changes still releases the frees of txg - kTxgDefer).
   Status SyncLocked(bool even_if_clean = false);
   // For a write that found no room: commits once if that could free space (data is dirty,
   // whose overwritten blocks the commit frees, or frees wait for release); false if the
-  // commit failed or nothing could. kTxgDefer + 1 calls release every free pending at the
-  // first. Callers bound their calls: every commit defers the metadata blocks it replaces,
-  // so frees are almost always waiting, even in a full pool.
+  // commit failed or nothing could (the pool is full). kTxgDefer + 1 calls release every
+  // free pending at the first.
   bool CommitForSpace();
   std::atomic<uint64_t> space_commits{0};  // txgs CommitForSpace committed (tests)
   // The sync thread's commit on a kick: skipped when, once sync_mu is held, less than

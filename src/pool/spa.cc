@@ -29,7 +29,9 @@
 //
 // When txgs commit. On Sync(), on a timer (txg_timeout), when dirty data passes
 // dirty_max/4 (the sync thread is kicked), and writers block at dirty_max; a volume's
-// Flush() commits one only when its intent log cannot be used (see below).
+// Flush() commits one only when its intent log cannot be used (see below). With nothing
+// dirty the timer still commits while frees wait for release (at most kTxgDefer empty
+// txgs after the last one), so freed space comes back on an idle pool.
 //
 // Locks (in order): sync_mu (one commit at a time; allocator, space map, deferred frees)
 // -> mu (directory, props, open txg; short) -> Volume::mu_ (dirty maps; short) ->
@@ -236,7 +238,7 @@ void PoolImpl::StartSyncThread() {
         SyncIfDirtyAtLeast(tuning.dirty_max_bytes / 4).IgnoreError();
         TrimHeap();
       } else {
-        Sync().IgnoreError();
+        SyncOnTimer().IgnoreError();
       }
       l.lock();
     }

@@ -264,6 +264,44 @@ TEST(PoolTest, OverwritesWaitForFreedSpace) {
   }
 }
 
+// Freed space becomes free again while the pool is idle: the sync thread's timer commits
+// the kTxgDefer empty txgs that release it, and then stops committing.
+TEST(PoolTest, FreedSpaceComesBackWhileIdle) {
+  Fixture f;
+  f.devs.push_back(bdev::MemoryDevice::Create(128 * kMiB));
+  PoolCreateOptions o;
+  o.tuning = TestTuning();
+  o.tuning.sync_thread = true;
+  o.tuning.txg_timeout = std::chrono::milliseconds(20);
+  f.pool = *Pool::Create("trunk", f.devs, o);
+  VolumeOptions vo;
+  vo.volsize = 64 * kMiB;
+  vo.sparse = true;
+  // Flush commits a txg: no intent log, whose block reserve would come and go with it.
+  vo.props["logbias"] = "throughput";
+  ASSERT_TRUE(f.pool->CreateVolume("trunk/thin", vo).ok());
+  auto thin = *f.pool->OpenVolume("trunk/thin");
+  ASSERT_TRUE(f.pool->impl()->Sync().ok());
+  const uint64_t empty = f.pool->Info().free;
+  ASSERT_TRUE(thin->Write(0, Pattern(32 * kMiB, 30)).ok());
+  ASSERT_TRUE(thin->Flush().ok());
+  ASSERT_TRUE(f.pool->impl()->Sync().ok());
+  ASSERT_LT(f.pool->Info().free, empty - 32 * kMiB);
+  ASSERT_TRUE(thin->Discard(0, 32 * kMiB).ok());
+  ASSERT_TRUE(thin->Flush().ok());
+  // Within 1 MiB of the empty pool (a few metadata blocks may be newer); 10 s at most.
+  for (int i = 0; i < 1000 && f.pool->Info().free + kMiB < empty; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(f.pool->Info().free + kMiB, empty);
+  // Then the timer commits nothing more.
+  const uint64_t txg = f.pool->impl()->synced_txg;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(f.pool->impl()->synced_txg, txg);
+  thin.reset();
+  ExpectConsistent(*f.pool, false);
+}
+
 TEST(PoolTest, StripesAcrossVdevsAndImportsInAnyOrder) {
   auto f = MakePool(3, 64 * kMiB);
   VolumeOptions vo;

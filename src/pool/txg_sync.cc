@@ -168,9 +168,19 @@ void PoolImpl::TrimHeap() {
   if (heap_to_trim.exchange(false)) ::malloc_trim(0);
 }
 
+Status PoolImpl::SyncOnTimer() {
+  Status st;
+  {
+    std::lock_guard l(sync_mu);
+    st = SyncLocked(/*even_if_clean=*/FreesWaitingLocked());
+  }
+  TrimHeap();
+  return st;
+}
+
 bool PoolImpl::CommitForSpace() {
   std::lock_guard l(sync_mu);
-  if (dirty_bytes.load() == 0 && deferred.empty()) return false;
+  if (dirty_bytes.load() == 0 && !FreesWaitingLocked()) return false;
   space_commits++;
   return SyncLocked(/*even_if_clean=*/true).ok();
 }
@@ -282,6 +292,7 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
   // 6. txg is durable.
   sm_bps = std::move(new_sm);
   mos_bp = new_mos;
+  if (!ctx.deferred.empty()) last_free_txg = txg;
   for (const auto& bp : old_meta) {
     for (const Dva& d : bp.dva) {
       if (!d.empty()) ctx.deferred.push_back(d);
