@@ -159,7 +159,7 @@ class PoolImpl {
   Status Sync();  // takes sync_mu
   // The sync thread's commit on its timer: as Sync(), and also when nothing changed but
   // frees wait for release, so space a discard or a destroy gave back becomes free within
-  // kTxgDefer timeouts instead of at the next write (zfs, too, syncs on its timer).
+  // kTxgDefer timeouts instead of at the next write. An idle pool then commits no more.
   Status SyncOnTimer();
   // sync_mu held. Commits nothing when nothing changed, unless `even_if_clean` (a txg
   // with no changes still releases the frees of txg - kTxgDefer).
