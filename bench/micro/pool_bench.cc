@@ -248,7 +248,8 @@ void SeqWrite64K(benchmark::State& state) {
   const uint64_t size = 256 * kMiB;
   const Backing backing = state.range(0) == 0 ? Backing::kSparse : Backing::kWritten;
   RawFile raw(size, backing);
-  PoolVol pv(size, 16384, true, {}, {}, backing);
+  const uint32_t vbs = 16384;
+  PoolVol pv(size, vbs, true, {}, {}, backing);
   auto d = Data(65536);
   const uint64_t between_flushes = 16 * kMiB;
   double ref_s = 0, pool_s = 0, pool_write_s = 0, last_ref_s = 0, last_pool_s = 0;
@@ -289,7 +290,7 @@ void SeqWrite64K(benchmark::State& state) {
   // stopped the copies (they never wait for them).
   const auto cache = pv.pool->impl()->block_cache->Stats();
   state.counters["cached_pct"] =
-      100.0 * double(cache.inserted) * 16384 / (double(size) * double(state.iterations()));
+      100.0 * double(cache.inserted) * vbs / (double(size) * double(state.iterations()));
 }
 BENCHMARK(SeqWrite64K)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 

@@ -46,7 +46,6 @@ uint8_t* BlockArena::Allocate(uint32_t size) {
   } else {
     slot = c.never_used++;
   }
-  c.live++;
   if (c.Full()) room.pop_back();
   return c.base + uint64_t{slot} * slot_size;
 }
@@ -67,8 +66,7 @@ void BlockArena::Free(uint8_t* block, uint32_t size) {
   VS_CHECK_OP(offset % slot_size, ==, 0u);
   const bool was_full = c.Full();
   c.free_slots.push_back(static_cast<uint32_t>(offset / slot_size));
-  c.live--;
-  if (c.live == 0) {
+  if (c.live() == 0) {
     UnmapChunk(&c);
   } else if (was_full) {
     not_full_[slot_size].push_back(&c);
@@ -78,7 +76,7 @@ void BlockArena::Free(uint8_t* block, uint32_t size) {
 std::span<uint8_t> BlockArena::SparsestChunk() const {
   const Chunk* best = nullptr;
   for (const auto& [base, chunk] : chunks_) {
-    if (best == nullptr || chunk->live < best->live) best = chunk.get();
+    if (best == nullptr || chunk->live() < best->live()) best = chunk.get();
   }
   if (best == nullptr) return {};
   return {best->base, chunk_bytes_};

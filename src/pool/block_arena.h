@@ -57,9 +57,9 @@ class BlockArena {
     uint8_t* base = nullptr;
     uint32_t block_size = 0;
     uint32_t slots = 0;
-    uint32_t live = 0;
     uint32_t never_used = 0;  // slots [never_used, slots) were never handed out
     std::vector<uint32_t> free_slots;
+    uint32_t live() const { return never_used - static_cast<uint32_t>(free_slots.size()); }
     bool Full() const { return free_slots.empty() && never_used == slots; }
   };
 

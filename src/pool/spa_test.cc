@@ -28,11 +28,11 @@ struct Fixture {
   std::shared_ptr<Pool> pool;
 };
 
-Fixture MakePool(int nvdevs = 1, uint64_t size = 128 * kMiB) {
+Fixture MakePool(int nvdevs = 1, uint64_t size = 128 * kMiB, PoolTuning tuning = TestTuning()) {
   Fixture f;
   for (int i = 0; i < nvdevs; i++) f.devs.push_back(bdev::MemoryDevice::Create(size));
   PoolCreateOptions o;
-  o.tuning = TestTuning();
+  o.tuning = tuning;
   auto p = Pool::Create("trunk", f.devs, o);
   EXPECT_TRUE(p.ok()) << p.status().ToString();
   f.pool = *p;
@@ -235,12 +235,9 @@ TEST(PoolTest, ThickVolumeReservesSpaceAndEnospc) {
 TEST(PoolTest, OverwritesWaitForFreedSpace) {
   for (bool sync_thread : {false, true}) {
     SCOPED_TRACE(sync_thread ? "sync thread" : "no sync thread");
-    Fixture f;
-    f.devs.push_back(bdev::MemoryDevice::Create(96 * kMiB));
-    PoolCreateOptions o;
-    o.tuning = TestTuning();
-    o.tuning.sync_thread = sync_thread;
-    f.pool = *Pool::Create("trunk", f.devs, o);
+    PoolTuning t = TestTuning();
+    t.sync_thread = sync_thread;
+    auto f = MakePool(1, 96 * kMiB, t);
     VolumeOptions vo;
     vo.volsize = 48 * kMiB;
     vo.sparse = true;
@@ -267,13 +264,10 @@ TEST(PoolTest, OverwritesWaitForFreedSpace) {
 // Freed space becomes free again while the pool is idle: the sync thread's timer commits
 // the kTxgDefer empty txgs that release it, and then stops committing.
 TEST(PoolTest, FreedSpaceComesBackWhileIdle) {
-  Fixture f;
-  f.devs.push_back(bdev::MemoryDevice::Create(128 * kMiB));
-  PoolCreateOptions o;
-  o.tuning = TestTuning();
-  o.tuning.sync_thread = true;
-  o.tuning.txg_timeout = std::chrono::milliseconds(20);
-  f.pool = *Pool::Create("trunk", f.devs, o);
+  PoolTuning t = TestTuning();
+  t.sync_thread = true;
+  t.txg_timeout = std::chrono::milliseconds(20);
+  auto f = MakePool(1, 128 * kMiB, t);
   VolumeOptions vo;
   vo.volsize = 64 * kMiB;
   vo.sparse = true;

@@ -350,9 +350,10 @@ Status Volume::Zero(uint64_t offset, uint64_t length, bool throttle) {
   // Whole blocks become holes, which take no space; partial ones are rewritten and need
   // room, checked first as in Write.
   if (length > 0) {
-    const uint64_t first = offset / vbs_, last = (end - 1) / vbs_;
-    uint64_t partial = offset % vbs_ != 0 || (first == last && end % vbs_ != 0) ? 1 : 0;
-    if (last != first && end % vbs_ != 0) partial++;
+    const bool one_block = offset / vbs_ == (end - 1) / vbs_;
+    const bool head = offset % vbs_ != 0;
+    const bool tail = end % vbs_ != 0 && !(one_block && head);  // not the head block again
+    const uint64_t partial = uint64_t{head} + uint64_t{tail};
     if (partial > 0) VS_RETURN_IF_ERROR(pool_->ReserveDirty(this, partial * vbs_));
   }
   while (pos < end) {

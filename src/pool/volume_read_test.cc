@@ -200,6 +200,19 @@ TEST(VolumeReadTest, CachedBlocksAreReadWithoutVdevIo) {
   EXPECT_EQ(cache.Stats().hits - hits_before, 256u);
 }
 
+// Writes `data` at 0, commits, and expects the block cache to hold exactly `entries`
+// blocks and to serve the range back with no vdev I/O.
+void WriteCommitAndReadFromCache(Setup& s, const std::vector<uint8_t>& data, uint64_t entries) {
+  ASSERT_TRUE(s.dev->Write(0, data).ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
+  EXPECT_EQ(s.pool->impl()->block_cache->Stats().entries, entries);
+  std::vector<uint8_t> back(data.size());
+  s.trace->StartRecording();
+  ASSERT_TRUE(ReadInChunks(*s.dev, back, 4096).ok());
+  EXPECT_EQ(s.trace->StopRecording().size(), 0u);
+  EXPECT_EQ(back, data);
+}
+
 // The commit offers what it writes to the block cache. A small txg's blocks are copied
 // before the commit returns, so they read with no vdev I/O. A large txg's are copied on a
 // thread of their own, which the commit stops once durable: some may be left out, but the
@@ -208,14 +221,7 @@ TEST(VolumeReadTest, TheCommitCachesWhatItWrites) {
   auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 4096, 32 * kMiB, TestTuning());
   auto& cache = *s.pool->impl()->block_cache;
   auto small = Pattern(256 * 1024, 14);
-  ASSERT_TRUE(s.dev->Write(0, small).ok());
-  ASSERT_TRUE(s.pool->Sync().ok());
-  EXPECT_EQ(cache.Stats().entries, small.size() / 4096);
-  std::vector<uint8_t> back(small.size());
-  s.trace->StartRecording();
-  ASSERT_TRUE(ReadInChunks(*s.dev, back, 4096).ok());
-  EXPECT_EQ(s.trace->StopRecording().size(), 0u);
-  EXPECT_EQ(back, small);
+  WriteCommitAndReadFromCache(s, small, small.size() / 4096);
 
   const uint64_t big_size = 8 * kMiB;
   auto first = Pattern(big_size, 15), second = Pattern(big_size, 16);
@@ -242,19 +248,9 @@ TEST(VolumeReadTest, TheCommitCachesWhatItWrites) {
 // cache holds the new version, not both.
 TEST(VolumeReadTest, AnOverwrittenBlockLeavesTheCache) {
   auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 4096, 4 * kMiB, TestTuning());
-  auto& cache = *s.pool->impl()->block_cache;
-  auto first = Pattern(256 * 1024, 17), second = Pattern(256 * 1024, 18);
-  ASSERT_TRUE(s.dev->Write(0, first).ok());
-  ASSERT_TRUE(s.pool->Sync().ok());
-  EXPECT_EQ(cache.Stats().entries, first.size() / 4096);
-  ASSERT_TRUE(s.dev->Write(0, second).ok());
-  ASSERT_TRUE(s.pool->Sync().ok());
-  EXPECT_EQ(cache.Stats().entries, second.size() / 4096);
-  std::vector<uint8_t> back(second.size());
-  s.trace->StartRecording();
-  ASSERT_TRUE(ReadInChunks(*s.dev, back, 4096).ok());
-  EXPECT_EQ(s.trace->StopRecording().size(), 0u);
-  EXPECT_EQ(back, second);
+  const uint64_t blocks = 64;
+  WriteCommitAndReadFromCache(s, Pattern(blocks * 4096, 17), blocks);
+  WriteCommitAndReadFromCache(s, Pattern(blocks * 4096, 18), blocks);  // not 2 x blocks
 }
 
 TEST(VolumeReadTest, CorruptBlockIsStillEioOnceEvicted) {
