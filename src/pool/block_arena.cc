@@ -10,6 +10,27 @@
 
 namespace volstack::pool {
 
+std::span<uint8_t> MapAligned(uint64_t bytes, uint64_t align) {
+  // Map `align` more and trim: a chunk aligned to its size is found by rounding a block's
+  // address down, and a huge page must start on a huge page boundary.
+  const size_t span = bytes + align;
+  void* p = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return {};
+  const auto start = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t aligned = (start + align - 1) & ~(align - 1);
+  if (aligned > start) ::munmap(p, aligned - start);
+  const uintptr_t end = start + span, mapped_end = aligned + bytes;
+  if (end > mapped_end) ::munmap(reinterpret_cast<void*>(mapped_end), end - mapped_end);
+  auto* base = reinterpret_cast<uint8_t*>(aligned);
+  // Advice only: without huge pages the memory still works, in 4 KiB pages.
+  if (align % BlockArena::kHugePage == 0) ::madvise(base, bytes, MADV_HUGEPAGE);
+  return {base, bytes};
+}
+
+void Unmap(std::span<uint8_t> memory) {
+  if (!memory.empty()) ::munmap(memory.data(), memory.size());
+}
+
 BlockArena::BlockArena(uint64_t chunk_bytes) : chunk_bytes_(chunk_bytes) {
   VS_CHECK(std::has_single_bit(chunk_bytes) && chunk_bytes >= 4096);
 }
@@ -83,25 +104,15 @@ std::span<uint8_t> BlockArena::SparsestChunk() const {
 }
 
 BlockArena::Chunk* BlockArena::MapChunk(uint32_t size) {
-  // Map twice the size and trim to an aligned chunk: a block's chunk is then found by
-  // rounding its address down, and a 2 MiB chunk can be one huge page.
-  const size_t span = 2 * chunk_bytes_;
-  void* p = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  const auto start = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t aligned = (start + chunk_bytes_ - 1) & ~(chunk_bytes_ - 1);
-  if (aligned > start) ::munmap(p, aligned - start);
-  const uintptr_t end = start + span, chunk_end = aligned + chunk_bytes_;
-  if (end > chunk_end) ::munmap(reinterpret_cast<void*>(chunk_end), end - chunk_end);
-  auto* base = reinterpret_cast<uint8_t*>(aligned);
-  // Advice only: without huge pages the chunk still works, with 4 KiB pages.
-  if (chunk_bytes_ % kHugePage == 0) ::madvise(base, chunk_bytes_, MADV_HUGEPAGE);
+  const std::span<uint8_t> memory = MapAligned(chunk_bytes_, chunk_bytes_);
+  if (memory.empty()) return nullptr;
+  uint8_t* const base = memory.data();
   auto chunk = std::make_unique<Chunk>();
   chunk->base = base;
   chunk->block_size = size;
   chunk->slots = static_cast<uint32_t>(chunk_bytes_ / size);
   Chunk* raw = chunk.get();
-  chunks_.emplace(aligned, std::move(chunk));
+  chunks_.emplace(reinterpret_cast<uintptr_t>(base), std::move(chunk));
   mapped_bytes_ += chunk_bytes_;
   return raw;
 }
@@ -109,7 +120,7 @@ BlockArena::Chunk* BlockArena::MapChunk(uint32_t size) {
 void BlockArena::UnmapChunk(Chunk* chunk) {
   auto& room = not_full_[chunk->block_size];
   room.erase(std::remove(room.begin(), room.end(), chunk), room.end());
-  ::munmap(chunk->base, chunk_bytes_);
+  Unmap({chunk->base, chunk_bytes_});
   mapped_bytes_ -= chunk_bytes_;
   chunks_.erase(reinterpret_cast<uintptr_t>(chunk->base));  // destroys *chunk
 }

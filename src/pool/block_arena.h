@@ -28,6 +28,11 @@
 
 namespace volstack::pool {
 
+// `bytes` of zeroed memory aligned to `align` (a power of two), advised as huge pages when
+// aligned to one; an empty span when none can be had. Unmap gives it back.
+std::span<uint8_t> MapAligned(uint64_t bytes, uint64_t align);
+void Unmap(std::span<uint8_t> memory);
+
 class BlockArena {
  public:
   static constexpr uint64_t kHugePage = 2 << 20;

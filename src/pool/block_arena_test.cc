@@ -38,6 +38,20 @@ TEST(BlockArenaTest, ChunksFillUpAndAreUnmappedWithTheirLastBlock) {
   EXPECT_EQ(arena.mapped_bytes(), 0u);
 }
 
+TEST(BlockArenaTest, MapAlignedGivesZeroedAlignedMemory) {
+  for (const uint64_t align : {uint64_t{65536}, BlockArena::kHugePage}) {
+    const uint64_t bytes = 3 * BlockArena::kHugePage + 4096;
+    const std::span<uint8_t> m = MapAligned(bytes, align);
+    ASSERT_EQ(m.size(), bytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(m.data()) % align, 0u);
+    for (uint64_t k = 0; k < bytes; k += 4096) ASSERT_EQ(m[k], 0) << k;
+    EXPECT_EQ(m[bytes - 1], 0);
+    std::memset(m.data(), 0xa5, bytes);  // all of it is ours
+    EXPECT_EQ(m[bytes - 1], 0xa5);
+    Unmap(m);
+  }
+}
+
 TEST(BlockArenaTest, BlocksBiggerThanHalfAChunkAreAllocatedAlone) {
   BlockArena arena(64 * 1024);
   EXPECT_EQ(arena.GrowthFor(131072), 131072u);

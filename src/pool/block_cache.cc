@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <new>
 
 #include "pool/block_arena.h"
 #include "util/check.h"
@@ -49,21 +50,20 @@ struct BlockCache::Shard {
   };
 
   std::mutex mu;
-  std::vector<Slot> table;  // GUARDED_BY(mu); power-of-two size, at most half full
+  std::span<Slot> table;  // GUARDED_BY(mu); power-of-two size, at most half full (tables_)
   size_t mask = 0;
-  size_t entries = 0;           // GUARDED_BY(mu)
-  size_t hand = 0;              // GUARDED_BY(mu): CLOCK hand
-  BlockArena arena;             // GUARDED_BY(mu): the entries' memory; what the shard is charged
-  uint32_t shift = 0;           // 64 - log2(sketch width)
-  std::vector<uint8_t> sketch;  // kRows rows of `width` counters
+  size_t entries = 0;         // GUARDED_BY(mu)
+  size_t hand = 0;            // GUARDED_BY(mu): CLOCK hand
+  BlockArena arena;           // GUARDED_BY(mu): the entries' memory; what the shard is charged
+  uint32_t shift = 0;         // 64 - log2(sketch width)
+  std::span<uint8_t> sketch;  // kRows rows of `width` counters (tables_)
   uint64_t samples = 0, sample_limit = 0;
   BlockCacheStats stats;  // GUARDED_BY(mu): counts only
 
-  Shard(uint64_t width, size_t slots, uint64_t window, uint64_t chunk_bytes) : arena(chunk_bytes) {
-    table.resize(slots);
-    mask = slots - 1;
-    shift = static_cast<uint32_t>(64 - std::countr_zero(width));
-    sketch.assign(width * kRows, 0);
+  Shard(std::span<Slot> slots, std::span<uint8_t> counters, uint64_t window, uint64_t chunk_bytes)
+      : table(slots), arena(chunk_bytes), sketch(counters) {
+    mask = slots.size() - 1;
+    shift = static_cast<uint32_t>(64 - std::countr_zero(counters.size() / kRows));
     sample_limit = window;
   }
 
@@ -165,14 +165,28 @@ BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_by
   const uint64_t entries = std::bit_ceil(std::max<uint64_t>(16, max_bytes / 4096 / kShards));
   const uint64_t chunk = std::clamp<uint64_t>(
       std::bit_floor(std::max<uint64_t>(max_bytes / kShards / 8, 1)), 4096, BlockArena::kHugePage);
+  const size_t slots = 2 * entries, counters = 4 * entries * kRows;
+  const uint64_t table_bytes = kShards * slots * sizeof(Shard::Slot);
+  // Every lookup starts at a random place in the tables and sketches: in huge pages that
+  // costs a cache miss but no TLB miss (docs/bench.md, "Fifth round").
+  tables_ = MapAligned(table_bytes + kShards * counters, BlockArena::kHugePage);
+  VS_CHECK(!tables_.empty());
+  auto* all_slots = new (tables_.data()) Shard::Slot[kShards * slots];
+  uint8_t* all_counters = tables_.data() + table_bytes;  // zeroed by the kernel
   for (size_t i = 0; i < kShards; i++) {
-    shards_.push_back(std::make_unique<Shard>(4 * entries, 2 * entries, 10 * entries, chunk));
+    shards_.push_back(std::make_unique<Shard>(
+        std::span<Shard::Slot>(all_slots + i * slots, slots),
+        std::span<uint8_t>(all_counters + i * counters, counters), 10 * entries, chunk));
   }
-  fixed_bytes_ = kShards * (4 * entries * kRows + 2 * entries * sizeof(Shard::Slot));
+  fixed_bytes_ = tables_.size();
   bytes_ = fixed_bytes_;  // the sketches and tables are charged to the bound too
 }
 
-BlockCache::~BlockCache() { Clear(); }
+BlockCache::~BlockCache() {
+  Clear();
+  shards_.clear();
+  Unmap(tables_);
+}
 
 uint64_t BlockCache::capacity() const {
   const uint64_t other = other_bytes_ ? other_bytes_->load(std::memory_order_relaxed) : 0;
@@ -203,6 +217,14 @@ bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint
   slot.ref = 1;
   s.stats.hits++;
   return true;
+}
+
+void BlockCache::Prefetch(const BlockKey& key, bool count_access) const {
+  const uint64_t h = HashKey(key);
+  const Shard& s = *shards_[h & (kShards - 1)];
+  __builtin_prefetch(&s.table[s.Slot0(h)]);
+  if (!count_access) return;
+  for (int r = 0; r < kRows; r++) __builtin_prefetch(&s.sketch[s.SketchSlot(h, r)]);
 }
 
 void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_access) {

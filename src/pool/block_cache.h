@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 namespace volstack::pool {
@@ -82,6 +83,13 @@ class BlockCache {
   // counts of blocks asked for by others).
   bool Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint32_t n,
               bool count_access = true);
+  // Starts loading what a Lookup of `key` touches first, its table slot (and, for a
+  // counted access, its sketch counters), and returns at once. A reader that knows which
+  // blocks it will look up next calls it a few blocks ahead: the slot is a random access
+  // into tables of megabytes, a cache and TLB miss that made each lookup cost a fifth as
+  // much as its block's 16 KiB copy (perf, SeqRead1M/0). Takes no lock: it reads nothing,
+  // only warms the CPU's cache (the tables never move once built).
+  void Prefetch(const BlockKey& key, bool count_access = true) const;
   // Offers a verified copy of the whole block (key.size bytes). `count_access`: this call
   // is itself an access (a write at commit); false after a Lookup miss already counted it.
   void Insert(const BlockKey& key, const uint8_t* data, bool count_access);
@@ -104,6 +112,7 @@ class BlockCache {
   const std::atomic<uint64_t>* const other_bytes_;
   uint64_t fixed_bytes_ = 0;  // sketches and slot tables
   std::atomic<uint64_t> bytes_{0};
+  std::span<uint8_t> tables_;  // every shard's slot table and sketch, in huge pages
   std::vector<std::unique_ptr<Shard>> shards_;
 };
 

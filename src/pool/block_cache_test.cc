@@ -162,6 +162,25 @@ TEST(BlockCacheTest, AStreamsLookupsDoNotCountForAdmission) {
   EXPECT_FALSE(c.Lookup(Key(streamed), out.data(), 0, 4096));
 }
 
+// A prefetch is a hint to the CPU: it is not an access (no hit, no miss, no count toward
+// admission) and finds nothing by itself.
+TEST(BlockCacheTest, APrefetchIsNoAccess) {
+  BlockCache c(kMiB, nullptr);
+  std::vector<uint8_t> out(4096);
+  for (uint64_t i = 0; i < 2000; i++) {
+    if (!c.Lookup(Key(i), out.data(), 0, 4096)) c.Insert(Key(i), Block(i).data(), false);
+  }
+  const BlockCacheStats before = c.Stats();
+  const uint64_t prefetched = 5000;
+  for (int k = 0; k < 8; k++) c.Prefetch(Key(prefetched));
+  c.Prefetch(Key(3));
+  const BlockCacheStats after = c.Stats();
+  EXPECT_EQ(after.hits, before.hits);
+  EXPECT_EQ(after.misses, before.misses);
+  c.Insert(Key(prefetched), Block(prefetched).data(), false);
+  EXPECT_FALSE(c.Lookup(Key(prefetched), out.data(), 0, 4096));  // refused: never asked for
+}
+
 // When the indirect cache takes a little more of the bound, each shard gives back about one
 // chunk (the sparsest), not most of its entries.
 TEST(BlockCacheTest, AShrinkingShareCostsAboutAChunkOfEntries) {

@@ -17,6 +17,7 @@
 // A checksum mismatch on a merged read is retried block by block through the slow path,
 // which looks the pointer up again (the block may have been rewritten and its old copy
 // reused meanwhile) before it reports EIO.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -69,6 +70,11 @@ class ScratchLease {
 // still in the CPU's L2 cache: with 1 MiB runs the checksum pass re-read them from memory
 // and cost as much as the copy out of the page cache (docs/bench.md, "Where the time goes").
 constexpr uint64_t kMaxRunBytes = 128 * 1024;
+
+// How far ahead of its copies a multi-block read prefetches the block cache's slots
+// (BlockCache::Prefetch): enough to cover a slot's miss with one block's copy, few enough
+// that the prefetches do not queue behind each other.
+constexpr size_t kPrefetchBlocks = 4;
 
 }  // namespace
 
@@ -214,7 +220,17 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
   // a probe per block cost more than the odd block read twice (SeqRead1M/2).
   BlockCache* const cache = pool_->block_cache.get();
   const bool stream = buf.size() > kMaxRunBytes;
+  // The cache's table slot of a block a few ahead is loaded while this one is copied (a
+  // single block has nothing to overlap with).
+  size_t prefetched = count > 1 ? 0 : count;
+  auto prefetch_until = [&](size_t end) {
+    for (end = std::min(end, count); prefetched < end; prefetched++) {
+      const BlockPtr& b = s.bps[prefetched];
+      if (s.need[prefetched] && !b.IsHole()) cache->Prefetch(PoolImpl::CacheKey(b), !stream);
+    }
+  };
   for (size_t i = 0; i < count;) {
+    if (cache != nullptr) prefetch_until(i + kPrefetchBlocks);
     if (!s.need[i]) {
       i++;
       continue;
