@@ -345,54 +345,60 @@ Status Volume::Write(uint64_t offset, std::span<const uint8_t> buf, bool throttl
 }
 
 Status Volume::Zero(uint64_t offset, uint64_t length, bool throttle) {
-  uint64_t pos = offset;
+  if (length == 0) return Status::Ok();
   const uint64_t end = offset + length;
+  const uint64_t first = offset / vbs_, last = (end - 1) / vbs_;
   // Whole blocks become holes, which take no space; partial ones are rewritten and need
-  // room, checked first as in Write.
-  if (length > 0) {
-    const bool one_block = offset / vbs_ == (end - 1) / vbs_;
-    const bool head = offset % vbs_ != 0;
-    const bool tail = end % vbs_ != 0 && !(one_block && head);  // not the head block again
-    const uint64_t partial = uint64_t{head} + uint64_t{tail};
-    if (partial > 0) VS_RETURN_IF_ERROR(pool_->ReserveDirty(this, partial * vbs_));
+  // room, checked first as in Write. They are also zeroed first: a hole entry counts as
+  // dirty data until its commit, so after the whole blocks a partial block's own check
+  // would ask for more than the one made here, and could fail with the range half zeroed.
+  const bool first_partial = offset % vbs_ != 0 || (first == last && end % vbs_ != 0);
+  const bool last_partial = last != first && end % vbs_ != 0;
+  const uint64_t partial = uint64_t{first_partial} + uint64_t{last_partial};
+  if (partial > 0) VS_RETURN_IF_ERROR(pool_->ReserveDirty(this, partial * vbs_));
+  if (first_partial) {
+    const uint64_t n = std::min(end, (first + 1) * vbs_) - offset;
+    VS_RETURN_IF_ERROR(WriteBlock(first, static_cast<uint32_t>(offset % vbs_), nullptr,
+                                  static_cast<uint32_t>(n), true));
   }
-  while (pos < end) {
+  if (last_partial) {
+    VS_RETURN_IF_ERROR(WriteBlock(last, 0, nullptr, static_cast<uint32_t>(end % vbs_), true));
+  }
+  // The whole blocks: [pos, whole_end), both block-aligned.
+  uint64_t pos = first_partial ? (first + 1) * vbs_ : offset;
+  const uint64_t whole_end = last_partial ? last * vbs_ : end;
+  while (pos < whole_end) {
     const uint64_t blkid = pos / vbs_;
-    const uint32_t in_off = static_cast<uint32_t>(pos % vbs_);
-    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(end - pos, vbs_ - in_off));
-    if (in_off == 0 && n == vbs_) {
-      // Skip blocks that are holes already (and whole hole subtrees at once).
-      bool dirty;
+    // Skip blocks that are holes already (and whole hole subtrees at once).
+    bool dirty;
+    {
+      std::lock_guard l(mu_);
+      dirty = open_.count(blkid) || syncing_.count(blkid) || loading_.count(blkid);
+    }
+    if (!dirty) {
+      uint64_t span = 1;
+      BlockPtr bp;
       {
-        std::lock_guard l(mu_);
-        dirty = open_.count(blkid) || syncing_.count(blkid) || loading_.count(blkid);
+        std::lock_guard l(tree_mu_);
+        VS_ASSIGN_OR_RETURN(bp, LookupL0Locked(blkid, &span));
       }
-      if (!dirty) {
-        uint64_t span = 1;
-        BlockPtr bp;
+      if (bp.IsHole()) {
+        // The tree's hole may cover blocks dirtied since: stop at the next dirty one.
         {
-          std::lock_guard l(tree_mu_);
-          VS_ASSIGN_OR_RETURN(bp, LookupL0Locked(blkid, &span));
-        }
-        if (bp.IsHole()) {
-          // The tree's hole may cover blocks dirtied since: stop at the next dirty one.
-          {
-            std::lock_guard l(mu_);
-            for (const auto* m : {&open_, &syncing_}) {
-              auto a = m->lower_bound(blkid + 1);
-              if (a != m->end() && a->first < blkid + span) span = a->first - blkid;
-            }
-            auto c = loading_.lower_bound(blkid + 1);
-            if (c != loading_.end() && *c < blkid + span) span = *c - blkid;
+          std::lock_guard l(mu_);
+          for (const auto* m : {&open_, &syncing_}) {
+            auto a = m->lower_bound(blkid + 1);
+            if (a != m->end() && a->first < blkid + span) span = a->first - blkid;
           }
-          // Skip whole blocks only; a trailing partial block is zeroed next round.
-          pos = std::min((blkid + std::max<uint64_t>(span, 1)) * vbs_, end - end % vbs_);
-          continue;
+          auto c = loading_.lower_bound(blkid + 1);
+          if (c != loading_.end() && *c < blkid + span) span = *c - blkid;
         }
+        pos = std::min((blkid + std::max<uint64_t>(span, 1)) * vbs_, whole_end);
+        continue;
       }
     }
-    VS_RETURN_IF_ERROR(WriteBlock(blkid, in_off, nullptr, n, true));
-    pos += n;
+    VS_RETURN_IF_ERROR(WriteBlock(blkid, 0, nullptr, vbs_, true));
+    pos += vbs_;
   }
   if (throttle) pool_->Throttle();
   return Status::Ok();
