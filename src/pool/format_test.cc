@@ -196,6 +196,12 @@ TEST(RangeSetTest, AddRemoveMergeAndFit) {
   EXPECT_EQ(s.FindFit(10, 5, 1), std::optional<uint64_t>(15));
   EXPECT_EQ(s.FindFit(10, 25, 1), std::optional<uint64_t>(0));  // wraps
   EXPECT_EQ(s.FindFit(16, 0, 1), std::nullopt);
+  using Range = std::pair<uint64_t, uint64_t>;
+  EXPECT_EQ(s.RangeAt(0), std::optional<Range>(Range(0, 10)));
+  EXPECT_EQ(s.RangeAt(9), std::optional<Range>(Range(0, 10)));
+  EXPECT_EQ(s.RangeAt(10), std::nullopt);  // the hole [10, 15)
+  EXPECT_EQ(s.RangeAt(15), std::optional<Range>(Range(15, 30)));
+  EXPECT_EQ(s.RangeAt(30), std::nullopt);
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ class PoolImpl;
 inline constexpr uint64_t kTxgDefer = 2;
 // Consecutive bytes allocated on one vdev before moving to the next (striping).
 inline constexpr uint64_t kStripeUnit = 1 << 20;
+inline constexpr uint64_t kRewindRunBytes = 1 << 20;  // PoolImpl::cursor
 
 // What a thick volume reserves: volsize plus its indirect blocks when fully written.
 uint64_t MetaOverhead(const PoolImpl& pool, uint64_t nblocks);
@@ -141,13 +142,21 @@ class PoolImpl {
 
   // --- txg commit (sync_mu) ---
   std::mutex sync_mu;
-  std::vector<RangeSet> free;    // GUARDED_BY(sync_mu) per vdev
-  std::vector<RangeSet> live;    // GUARDED_BY(sync_mu) per vdev: space-map-recorded blocks
-  std::vector<uint64_t> cursor;  // GUARDED_BY(sync_mu)
-  uint32_t rotor = 0;            // GUARDED_BY(sync_mu)
-  uint64_t rotor_bytes = 0;      // GUARDED_BY(sync_mu)
-  std::vector<BlockPtr> sm_bps;  // GUARDED_BY(sync_mu)
-  BlockPtr mos_bp;               // GUARDED_BY(sync_mu)
+  std::vector<RangeSet> free;  // GUARDED_BY(sync_mu) per vdev
+  std::vector<RangeSet> live;  // GUARDED_BY(sync_mu) per vdev: space-map-recorded blocks
+  // Allocation is next-fit from a cursor per vdev, so a txg's blocks land in runs and one
+  // vdev write carries many. A released free run of kRewindRunBytes or more below the
+  // cursor pulls it back (ReleaseLocked): overwritten space is written again before
+  // never-written space further on, so a vdev on a sparse file (or a thin LUN) grows only as
+  // far as live data and the deferred frees need, and the host file system is not asked to
+  // allocate anew on every pass over a volume (pool_bench SeqWrite64K/0: docs/bench.md,
+  // "Fifth round"). The holes random overwrites leave are smaller: filling them would
+  // scatter a txg's writes.
+  std::vector<uint64_t> cursor;                   // GUARDED_BY(sync_mu)
+  uint32_t rotor = 0;                             // GUARDED_BY(sync_mu)
+  uint64_t rotor_bytes = 0;                       // GUARDED_BY(sync_mu)
+  std::vector<BlockPtr> sm_bps;                   // GUARDED_BY(sync_mu)
+  BlockPtr mos_bp;                                // GUARDED_BY(sync_mu)
   std::map<uint64_t, std::vector<Dva>> deferred;  // GUARDED_BY(sync_mu): txg -> frees
   // GUARDED_BY(sync_mu): the newest txg that freed blocks of a tree or a log (not only the
   // metadata every commit replaces). Its frees wait until txg + kTxgDefer is durable.

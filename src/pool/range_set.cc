@@ -80,4 +80,12 @@ std::optional<uint64_t> RangeSet::FindFit(uint64_t len, uint64_t hint, uint64_t 
   return std::nullopt;
 }
 
+std::optional<std::pair<uint64_t, uint64_t>> RangeSet::RangeAt(uint64_t offset) const {
+  auto it = ranges_.upper_bound(offset);
+  if (it == ranges_.begin()) return std::nullopt;
+  --it;
+  if (offset >= it->second) return std::nullopt;
+  return *it;
+}
+
 }  // namespace volstack::pool

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <utility>
 
 namespace volstack::pool {
 
@@ -20,6 +21,8 @@ class RangeSet {
   // First range of `len` bytes starting at or after `hint` (wrapping to the beginning), whose
   // start is a multiple of `align`. nullopt if none.
   std::optional<uint64_t> FindFit(uint64_t len, uint64_t hint, uint64_t align) const;
+  // The range [start, end) that holds `offset`, if any.
+  std::optional<std::pair<uint64_t, uint64_t>> RangeAt(uint64_t offset) const;
 
   uint64_t total() const { return total_; }
   size_t extents() const { return ranges_.size(); }

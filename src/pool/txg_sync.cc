@@ -131,6 +131,10 @@ Result<Dva> PoolImpl::AllocateLocked(uint64_t size) {
 void PoolImpl::ReleaseLocked(const Dva& dva) {
   VS_CHECK(free[dva.vdev].Add(dva.offset, dva.asize()));
   free_bytes += dva.asize();
+  const auto run = free[dva.vdev].RangeAt(dva.offset);
+  VS_CHECK(run.has_value());
+  uint64_t& c = cursor[dva.vdev];
+  if (run->second - run->first >= kRewindRunBytes && run->first < c) c = run->first;
 }
 
 Status PoolImpl::WriteMetaBlock(SyncContext& ctx, BlockType type, std::vector<uint8_t> data,
