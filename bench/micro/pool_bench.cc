@@ -32,7 +32,9 @@
 //                 only is read: reported as meta_MiB read)
 //   ThinFill      writes a sparse volume end to end (VOLSTACK_BENCH_THIN_GB, default 2;
 //                 the figure is 100) and reports the process's peak RSS growth
-//                 against cache + dirty limits. Every block holds one 16 KiB pattern and
+//                 (VmHWM after, less VmRSS before; the peak is reset first, so benchmarks
+//                 run before it in the process do not hide its own) against cache + dirty
+//                 limits. Every block holds one 16 KiB pattern and
 //                 the vdev below drops writes of that pattern (nothing reads data back), so
 //                 100 GiB costs the pool's full CPU path but only its metadata on disk.
 //
@@ -41,7 +43,6 @@
 // Files live in VOLSTACK_BENCH_DIR (default /var/tmp) and are removed at exit.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -578,16 +579,34 @@ void Import1G(benchmark::State& state) {
 }
 BENCHMARK(Import1G)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
-long MaxRssKiB() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss;
+// The process's resident set (VmRSS) or its peak since the last ResetPeakRss (VmHWM), in
+// KiB, from /proc/self/status.
+long RssKiB(const char* field) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) Die("/proc/self/status");
+  char line[256];
+  long kib = -1;
+  const size_t n = std::strlen(field);
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, field, n) == 0 && line[n] == ':') kib = std::atol(line + n + 1);
+  }
+  std::fclose(f);
+  if (kib < 0) Die(std::string("no ") + field + " in /proc/self/status");
+  return kib;
+}
+
+// Sets the peak to the current resident set, so the next VmHWM is this benchmark's own
+// peak whatever ran before it in the process (getrusage's ru_maxrss cannot be reset).
+void ResetPeakRss() {
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (f == nullptr || std::fputs("5", f) < 0 || std::fclose(f) != 0) Die("/proc/self/clear_refs");
 }
 
 void ThinFill(benchmark::State& state) {
   const char* gb = std::getenv("VOLSTACK_BENCH_THIN_GB");
   const uint64_t size = (gb ? std::strtoull(gb, nullptr, 10) : 2) << 30;
-  const long rss0 = MaxRssKiB();
+  ResetPeakRss();
+  const long rss0 = RssKiB("VmRSS");
   PoolVol pv(size, 16384);
   pv.counter->drop = Data(16384);
   std::vector<uint8_t> d;
@@ -600,7 +619,7 @@ void ThinFill(benchmark::State& state) {
   }
   state.counters["GiB"] = double(size) / (1 << 30);
   state.counters["meta_MiB_written"] = double(pv.counter->written - pv.counter->dropped) / kMiB;
-  state.counters["peak_rss_growth_MiB"] = double(MaxRssKiB() - rss0) / 1024;
+  state.counters["peak_rss_growth_MiB"] = double(RssKiB("VmHWM") - rss0) / 1024;
   state.counters["bound_MiB"] = (256 + 64 + 64);  // cache + dirty limit + 64 MiB
 }
 BENCHMARK(ThinFill)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
