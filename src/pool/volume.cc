@@ -7,6 +7,7 @@
 
 #include "pool/pool_impl.h"
 #include "util/coding.h"
+#include "util/streaming_copy.h"
 
 namespace volstack::pool {
 
@@ -280,6 +281,8 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
         }
         if (zero) {
           std::memset(it->second.get() + in_off, 0, n);
+        } else if (full) {
+          StreamingCopy(it->second.get(), src, n);  // read next by the commit, much later
         } else {
           std::memcpy(it->second.get() + in_off, src, n);
         }
@@ -290,7 +293,7 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
     if (full) {
       if (!zero) {
         buf = NewBufLocked();
-        std::memcpy(buf.get(), src, n);
+        StreamingCopy(buf.get(), src, n);
       }
     } else {
       buf = NewBufLocked();
