@@ -34,9 +34,10 @@
 //                 the figure is 100) and reports the process's peak RSS growth
 //                 (VmHWM after, less VmRSS before; the peak is reset first, so benchmarks
 //                 run before it in the process do not hide its own) against cache + dirty
-//                 limits. Every block holds one 16 KiB pattern and
-//                 the vdev below drops writes of that pattern (nothing reads data back), so
-//                 100 GiB costs the pool's full CPU path but only its metadata on disk.
+//                 limits; run it alone, as those benchmarks leave heap pages resident that
+//                 it then reuses. Every block holds one 16 KiB pattern and the vdev below
+//                 drops writes of that pattern (nothing reads data back), so 100 GiB costs
+//                 the pool's full CPU path but only its metadata on disk.
 //
 //   pool_bench [--benchmark_filter=RandWrite4K]
 //

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <new>
+#include <memory>
 
 #include "pool/block_arena.h"
 #include "util/check.h"
@@ -171,8 +171,9 @@ BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_by
   // costs a cache miss but no TLB miss (docs/bench.md, "Fifth round").
   tables_ = MapAligned(table_bytes + kShards * counters, BlockArena::kHugePage);
   VS_CHECK(!tables_.empty());
-  auto* all_slots = new (tables_.data()) Shard::Slot[kShards * slots];
-  uint8_t* all_counters = tables_.data() + table_bytes;  // zeroed by the kernel
+  auto* all_slots = reinterpret_cast<Shard::Slot*>(tables_.data());
+  std::uninitialized_value_construct_n(all_slots, kShards * slots);  // all empty
+  uint8_t* all_counters = tables_.data() + table_bytes;              // zeroed by the kernel
   for (size_t i = 0; i < kShards; i++) {
     shards_.push_back(std::make_unique<Shard>(
         std::span<Shard::Slot>(all_slots + i * slots, slots),
