@@ -330,21 +330,6 @@ Status AbortVgMove(const Context& ctx, lvm::Lvm& session, const std::string& vg)
   return lvm::AbortMove(session, vg);
 }
 
-// Writes `v` in decimal to fd, as MoverLock does: over the old text, then cut to length
-// (async-signal-safe: used between fork and exec).
-void WritePidText(int fd, pid_t v) {
-  char b[24];
-  int i = sizeof b;
-  b[--i] = '\n';
-  do {
-    b[--i] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v > 0);
-  const size_t n = sizeof b - static_cast<size_t>(i);
-  if (::pwrite(fd, b + i, n, 0) < 0 || ::ftruncate(fd, static_cast<off_t>(n)) != 0) {
-  }
-}
-
 // -b without a daemon: runs `volstack pvmove SOURCE` detached (a new session, reparented to
 // init), which resumes the move committed here. It inherits the VG's mover lock, so nothing
 // can start another mover or abort without stopping it first; its output goes to
@@ -380,7 +365,7 @@ Status SpawnBackground(const Context& ctx, Background& b) {
     ::setsid();
     const pid_t mover = ::fork();
     if (mover != 0) {
-      if (mover > 0) WritePidText(lock_fd, mover);
+      if (mover > 0) lvm::MoverLock::WritePid(lock_fd, mover);
       ::_exit(mover > 0 ? 0 : 1);
     }
     ::dup2(null, 0);

@@ -46,15 +46,21 @@ std::string MoverLock::Path(const std::string& dir, const std::string& vg) {
   return dir + "/pvmove." + vg + ".lock";
 }
 
-Status MoverLock::WritePid() {
-  // Written over the old PID, then cut to length: a reader never finds the file empty, and
-  // the first line is always a whole PID (a background mover rewrites the PID its parent
-  // wrote for it while `pvmove` may already be asking who holds the lock).
-  const std::string text = std::to_string(::getpid()) + "\n";
-  if (::pwrite(fd_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()) ||
-      ::ftruncate(fd_, static_cast<off_t>(text.size())) != 0) {
-    return ErrnoStatus("write the pvmove lock");
-  }
+bool MoverLock::WritePid(int fd, pid_t pid) {
+  char text[24];
+  size_t i = sizeof text;
+  text[--i] = '\n';
+  do {
+    text[--i] = static_cast<char>('0' + pid % 10);
+    pid /= 10;
+  } while (pid > 0);
+  const size_t n = sizeof text - i;
+  return ::pwrite(fd, text + i, n, 0) == static_cast<ssize_t>(n) &&
+         ::ftruncate(fd, static_cast<off_t>(n)) == 0;
+}
+
+Status MoverLock::WriteOwnPid() {
+  if (!WritePid(fd_, ::getpid())) return ErrnoStatus("write the pvmove lock");
   return Status::Ok();
 }
 
@@ -66,7 +72,7 @@ Result<std::unique_ptr<MoverLock>> MoverLock::Take(const std::string& dir, const
     return s;
   }
   std::unique_ptr<MoverLock> lock(new MoverLock(fd));
-  VS_RETURN_IF_ERROR(lock->WritePid());
+  VS_RETURN_IF_ERROR(lock->WriteOwnPid());
   return lock;
 }
 
@@ -94,7 +100,7 @@ Result<std::unique_ptr<MoverLock>> MoverLock::TakeFromMover(const std::string& d
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   std::unique_ptr<MoverLock> lock(new MoverLock(fd));
-  VS_RETURN_IF_ERROR(lock->WritePid());
+  VS_RETURN_IF_ERROR(lock->WriteOwnPid());
   return lock;
 }
 
@@ -113,7 +119,7 @@ Result<std::unique_ptr<MoverLock>> MoverLock::Adopt(const std::string& dir, cons
   // confirms it.
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return Busy(vg, fd);
   std::unique_ptr<MoverLock> lock(new MoverLock(fd));
-  VS_RETURN_IF_ERROR(lock->WritePid());
+  VS_RETURN_IF_ERROR(lock->WriteOwnPid());
   return lock;
 }
 

@@ -46,10 +46,16 @@ class MoverLock {
   // which wrote its own).
   void KeepPidOnClose() { keep_pid_ = true; }
   static std::string Path(const std::string& dir, const std::string& vg);
+  // Writes `pid` as the holder's into the lock file open at `fd`: over the old PID, then cut
+  // to length, so a reader never finds the file empty and its first line is always a whole
+  // PID (a background mover rewrites the PID its parent wrote for it while `pvmove` may
+  // already be asking who holds the lock). Async-signal-safe (a parent calls it between
+  // fork and exec); false with errno set on failure.
+  static bool WritePid(int fd, pid_t pid);
 
  private:
   explicit MoverLock(int fd) : fd_(fd) {}
-  Status WritePid();
+  Status WriteOwnPid();
   int fd_;
   bool keep_pid_ = false;
 };
