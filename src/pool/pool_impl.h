@@ -14,6 +14,7 @@
 
 #include "pool/blkptr_format.h"
 #include "pool/block_cache.h"
+#include "pool/dirty_reservation.h"
 #include "pool/label_format.h"
 #include "pool/mos_format.h"
 #include "pool/range_set.h"
@@ -132,9 +133,11 @@ class PoolImpl {
   std::atomic<uint64_t> unused_reservation{0};
   std::atomic<uint64_t> synced_txg{0};
 
-  // Space check before a new dirty block of `bytes` in `vol`: ENOSPC when the pool could
-  // not commit it.
-  Status ReserveDirty(Volume* vol, uint64_t bytes);
+  // Room for `bytes` of new dirty data in `vol`, checked and reserved in one step
+  // (dirty_reservation.h): ENOSPC when the pool could not commit it.
+  Result<DirtyReservation> ReserveDirty(Volume* vol, uint64_t bytes);
+  std::mutex reserve_mu;                    // one ReserveDirty at a time
+  std::atomic<uint64_t> reserved_bytes{0};  // reserved, not yet dirty (all volumes)
   // Blocks while dirty data is at the limit (wakes the sync thread first).
   void Throttle();
   void RecomputeReservations();  // mu held

@@ -22,10 +22,11 @@
 // and space-map blocks are not in it; import adds them from their pointers. So free space
 // after import = allocatable range - (replayed live set) - (meta blocks); a crash loses
 // neither (the log belongs to the same txg as the tree it describes). A write reserves
-// its block's space when it dirties it (ReserveDirty), before the block it overwrites is
-// freed; a write that finds no room while commits would free some (dirty data, deferred
-// frees) commits and tries again, up to kTxgDefer + 1 times, so a stream of overwrites in a
-// half-empty pool waits for its frees instead of failing (ZvolDevice::RetryWhileSpaceIsComing).
+// room for every block it will dirty before it changes any (ReserveDirty,
+// dirty_reservation.h), and before the blocks it overwrites are freed; a write that finds
+// no room while commits would free some (dirty data, deferred frees) commits and tries
+// again, up to kTxgDefer + 1 times, so a stream of overwrites in a half-empty pool waits
+// for its frees instead of failing (ZvolDevice::RetryWhileSpaceIsComing).
 //
 // When txgs commit. On Sync(), on a timer (txg_timeout), when dirty data passes
 // dirty_max/4 (the sync thread is kicked), and writers block at dirty_max; a volume's
@@ -181,22 +182,27 @@ void PoolImpl::RecomputeReservations() {
   unused_reservation = total;
 }
 
-Status PoolImpl::ReserveDirty(Volume* vol, uint64_t bytes) {
-  // Dirty data (all volumes) plus indirect/MOS/space-map overhead plus every volume's
-  // unused reservation must fit in free space; the part of this volume's dirty data its
-  // own reservation covers is not counted twice. Beyond its reservation a write must also
-  // leave the slop (1/32 of the pool) for commits.
+Result<DirtyReservation> PoolImpl::ReserveDirty(Volume* vol, uint64_t bytes) {
+  // Dirty data and the other requests' reservations (all volumes) plus indirect/MOS/
+  // space-map overhead plus every volume's unused reservation must fit in free space; the
+  // part of this volume's dirty data its own reservation covers is not counted twice.
+  // Beyond its reservation a write must also leave the slop (1/32 of the pool) for commits.
+  // A block moves from reserved to dirty by adding to dirty first, so a concurrent check
+  // never sees less than is taken.
+  std::lock_guard l(reserve_mu);
   const uint64_t slop = std::max<uint64_t>(total_size() / 32, 1 << 20);
-  const uint64_t pending = dirty_bytes.load() + bytes;
+  const uint64_t pending = dirty_bytes.load() + reserved_bytes.load() + bytes;
   const uint64_t meta = pending / 32 + (uint64_t{2} << 20);
   const uint64_t r = vol->refreservation.load(), u = vol->used();
   const uint64_t own_unused = r > u ? r - u : 0;
-  const uint64_t own = vol->dirty.load() + bytes;
+  const uint64_t own = vol->dirty.load() + vol->reserved.load() + bytes;
   const uint64_t covered = std::min(own_unused, own);
   uint64_t need = pending - std::min(pending, covered) + unused_reservation.load() + meta;
   if (covered < own) need += slop;
   if (free_bytes.load() < need) return Status::NoSpace("pool " + name + ": out of space");
-  return Status::Ok();
+  reserved_bytes += bytes;
+  vol->reserved += bytes;
+  return DirtyReservation(this, vol, bytes);
 }
 
 void PoolImpl::Throttle() {
@@ -403,8 +409,8 @@ Result<DatasetInfo> Pool::CreateVolume(const std::string& name, const VolumeOpti
     }
     const uint64_t slop = std::max<uint64_t>(impl_->total_size() / 32, 1 << 20);
     const uint64_t free = impl_->free_bytes.load();
-    if (refres > 0 &&
-        free < refres + impl_->unused_reservation.load() + slop + impl_->dirty_bytes.load()) {
+    if (refres > 0 && free < refres + impl_->unused_reservation.load() + slop +
+                                 impl_->dirty_bytes.load() + impl_->reserved_bytes.load()) {
       return Status::NoSpace("cannot create '" + name + "': out of space");
     }
     DatasetPhys phys;

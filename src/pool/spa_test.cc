@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -285,6 +286,96 @@ TEST(PoolTest, AZeroWithRoomForItsPartialBlocksSucceedsInANearlyFullPool) {
   }
   thin.reset();
   ASSERT_TRUE(p.Sync().ok());
+  ExpectConsistent(*f.pool, true);
+}
+
+// A reservation counts against everyone's space checks until its blocks are dirty or it is
+// given back (dirty_reservation.h).
+TEST(PoolTest, AReservationHoldsItsRoomUntilGivenBack) {
+  auto f = MakePool(1, 64 * kMiB);
+  auto thin = CreateThinVolume(*f.pool, "trunk/thin", 64 * kMiB);
+  ASSERT_NE(thin, nullptr);
+  PoolImpl& p = *f.pool->impl();
+  Volume* vol = p.volumes.at("trunk/thin").get();
+  // The most the pool grants, to 1 MiB.
+  uint64_t most = 64 * kMiB;
+  while (most > 0 && !p.ReserveDirty(vol, most).ok()) most -= kMiB;
+  ASSERT_GT(most, 32 * kMiB);
+  {
+    auto held = p.ReserveDirty(vol, most);
+    ASSERT_TRUE(held.ok());
+    EXPECT_EQ(p.reserved_bytes.load(), most);
+    auto more = p.ReserveDirty(vol, kMiB);
+    ASSERT_FALSE(more.ok()) << "a reservation was not counted";
+    EXPECT_EQ(more.status().code(), ENOSPC);
+    // A write finds no room either, and changes nothing.
+    EXPECT_EQ(thin->Write(0, Pattern(kMiB, 1)).code(), ENOSPC);
+    std::vector<uint8_t> back(kMiB);
+    ASSERT_TRUE(thin->Read(0, back).ok());
+    EXPECT_EQ(back, std::vector<uint8_t>(kMiB, 0));
+  }
+  EXPECT_EQ(p.reserved_bytes.load(), 0u);
+  EXPECT_EQ(vol->reserved.load(), 0u);
+  EXPECT_TRUE(p.ReserveDirty(vol, kMiB).ok());
+  // A write's reservation becomes dirty data, block by block, and nothing stays reserved.
+  ASSERT_TRUE(thin->Write(0, Pattern(kMiB, 1)).ok());
+  EXPECT_EQ(p.reserved_bytes.load(), 0u);
+  EXPECT_EQ(p.dirty_bytes.load(), kMiB);
+  thin.reset();
+  ExpectConsistent(*f.pool, true);
+}
+
+// Writers racing for the last free space: each write takes room for all its blocks at once
+// (PoolImpl::ReserveDirty), so one that finds none fails whole, with nothing applied, and
+// one that found room cannot lose it to another writer halfway through.
+TEST(PoolTest, WritersRacingForTheLastSpaceApplyWholeWritesOrNothing) {
+  auto f = MakePool(1, 64 * kMiB);
+  auto thin = CreateThinVolume(*f.pool, "trunk/thin", 64 * kMiB);
+  ASSERT_NE(thin, nullptr);
+  PoolImpl& p = *f.pool->impl();
+  constexpr int kThreads = 4;
+  constexpr uint64_t kRequest = 256 * 1024;  // 16 blocks
+  const uint64_t slots = 64 * kMiB / kRequest;
+  // Each request's own bytes: its number in every 8, never zero.
+  auto stamp = [](uint64_t id) {
+    std::vector<uint8_t> v(kRequest);
+    for (size_t i = 0; i < kRequest; i += 8) std::memcpy(&v[i], &id, 8);
+    return v;
+  };
+  int failed_whole = 0;
+  for (int round = 0; round < 6; round++) {
+    // Thread t writes slots t, t + kThreads, ... each with its own pattern, until the pool
+    // is full, then past it.
+    std::vector<Status> results(slots);
+    std::vector<std::thread> writers;
+    for (int t = 0; t < kThreads; t++) {
+      writers.emplace_back([&, t] {
+        for (uint64_t slot = t; slot < slots; slot += kThreads) {
+          results[slot] = thin->Write(slot * kRequest, stamp(round * slots + slot + 1));
+        }
+      });
+    }
+    for (auto& w : writers) w.join();
+    std::vector<uint8_t> back(kRequest);
+    for (uint64_t slot = 0; slot < slots; slot++) {
+      const Status& st = results[slot];
+      ASSERT_TRUE(st.ok() || st.code() == ENOSPC) << st.ToString();
+      ASSERT_TRUE(thin->Read(slot * kRequest, back).ok());
+      if (st.ok()) {
+        ASSERT_EQ(back, stamp(round * slots + slot + 1)) << "round " << round << " slot " << slot;
+      } else {
+        failed_whole++;
+        ASSERT_EQ(back, std::vector<uint8_t>(kRequest, 0))
+            << "round " << round << " slot " << slot << ": a failed write left part of it";
+      }
+    }
+    // Empty the volume for the next round and let the frees come back.
+    ASSERT_TRUE(thin->Discard(0, 64 * kMiB).ok());
+    ASSERT_TRUE(p.Sync().ok());
+    for (uint64_t i = 0; i < kTxgDefer; i++) ASSERT_TRUE(p.SyncOnTimer().ok());
+  }
+  EXPECT_GT(failed_whole, 0);  // the pool did fill up
+  thin.reset();
   ExpectConsistent(*f.pool, true);
 }
 

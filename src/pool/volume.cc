@@ -263,7 +263,7 @@ void Volume::EvictClean() {
 // I/O
 
 Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, uint32_t n,
-                          bool zero) {
+                          bool zero, DirtyReservation& room) {
   const bool full = in_off == 0 && n == vbs_;
   std::unique_lock l(mu_);
   for (;;) {
@@ -321,10 +321,11 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
         std::memcpy(buf.get() + in_off, src, n);
       }
     }
-    if (buf) VS_RETURN_IF_ERROR(pool_->ReserveDirty(this, vbs_));  // holes never need space
+    const bool needs_space = buf != nullptr;  // holes never need space
     open_.emplace(blkid, std::move(buf));
     pool_->dirty_bytes += vbs_;
     dirty += vbs_;
+    if (needs_space) room.Take(vbs_);
     return Status::Ok();
   }
 }
@@ -332,17 +333,20 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
 Status Volume::Write(uint64_t offset, std::span<const uint8_t> buf, bool throttle) {
   // A write that fails for want of space changes nothing (zfs, too, reserves a
   // transaction's space before it changes anything): room for every block it may dirty is
-  // checked first. (WriteBlock checks again, for writers racing for the last free space.)
-  const uint64_t blocks = (offset + buf.size() + vbs_ - 1) / vbs_ - offset / vbs_;
-  VS_RETURN_IF_ERROR(pool_->ReserveDirty(this, blocks * vbs_));
-  size_t done = 0;
-  while (done < buf.size()) {
-    const uint64_t pos = offset + done;
-    const uint32_t in_off = static_cast<uint32_t>(pos % vbs_);
-    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(buf.size() - done, vbs_ - in_off));
-    VS_RETURN_IF_ERROR(WriteBlock(pos / vbs_, in_off, buf.data() + done, n, false));
-    done += n;
-  }
+  // reserved first.
+  {
+    const uint64_t blocks = (offset + buf.size() + vbs_ - 1) / vbs_ - offset / vbs_;
+    VS_ASSIGN_OR_RETURN(DirtyReservation room, pool_->ReserveDirty(this, blocks * vbs_));
+    size_t done = 0;
+    while (done < buf.size()) {
+      const uint64_t pos = offset + done;
+      const uint32_t in_off = static_cast<uint32_t>(pos % vbs_);
+      const uint32_t n =
+          static_cast<uint32_t>(std::min<uint64_t>(buf.size() - done, vbs_ - in_off));
+      VS_RETURN_IF_ERROR(WriteBlock(pos / vbs_, in_off, buf.data() + done, n, false, room));
+      done += n;
+    }
+  }  // the unused room goes back before the throttle, which may wait for a commit
   if (throttle) pool_->Throttle();
   return Status::Ok();
 }
@@ -352,20 +356,21 @@ Status Volume::Zero(uint64_t offset, uint64_t length, bool throttle) {
   const uint64_t end = offset + length;
   const uint64_t first = offset / vbs_, last = (end - 1) / vbs_;
   // Whole blocks become holes, which take no space; partial ones are rewritten and need
-  // room, checked first as in Write. They are also zeroed first: a hole entry counts as
-  // dirty data until its commit, so after the whole blocks a partial block's own check
-  // would ask for more than the one made here, and could fail with the range half zeroed.
+  // room, reserved first as in Write, so a zero that finds none changes nothing.
   const bool first_partial = offset % vbs_ != 0 || (first == last && end % vbs_ != 0);
   const bool last_partial = last != first && end % vbs_ != 0;
   const uint64_t partial = uint64_t{first_partial} + uint64_t{last_partial};
-  if (partial > 0) VS_RETURN_IF_ERROR(pool_->ReserveDirty(this, partial * vbs_));
+  DirtyReservation room;
+  if (partial > 0) {
+    VS_ASSIGN_OR_RETURN(room, pool_->ReserveDirty(this, partial * vbs_));
+  }
   if (first_partial) {
     const uint64_t n = std::min(end, (first + 1) * vbs_) - offset;
     VS_RETURN_IF_ERROR(WriteBlock(first, static_cast<uint32_t>(offset % vbs_), nullptr,
-                                  static_cast<uint32_t>(n), true));
+                                  static_cast<uint32_t>(n), true, room));
   }
   if (last_partial) {
-    VS_RETURN_IF_ERROR(WriteBlock(last, 0, nullptr, static_cast<uint32_t>(end % vbs_), true));
+    VS_RETURN_IF_ERROR(WriteBlock(last, 0, nullptr, static_cast<uint32_t>(end % vbs_), true, room));
   }
   // The whole blocks: [pos, whole_end), both block-aligned.
   uint64_t pos = first_partial ? (first + 1) * vbs_ : offset;
@@ -400,9 +405,10 @@ Status Volume::Zero(uint64_t offset, uint64_t length, bool throttle) {
         continue;
       }
     }
-    VS_RETURN_IF_ERROR(WriteBlock(blkid, 0, nullptr, vbs_, true));
+    VS_RETURN_IF_ERROR(WriteBlock(blkid, 0, nullptr, vbs_, true, room));
     pos += vbs_;
   }
+  room = DirtyReservation();  // the unused room goes back before the throttle
   if (throttle) pool_->Throttle();
   return Status::Ok();
 }

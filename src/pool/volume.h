@@ -37,6 +37,7 @@
 
 #include "bdev/block_device.h"
 #include "pool/blkptr_format.h"
+#include "pool/dirty_reservation.h"
 #include "pool/mos_format.h"
 
 namespace volstack::pool {
@@ -83,8 +84,8 @@ class Volume {
 
   std::atomic<int> open_count{0};
   std::atomic<uint64_t> refreservation{0};
-  std::atomic<uint64_t> dirty{
-      0};  // bytes in the open + syncing maps  // mirrors the property, for space checks
+  std::atomic<uint64_t> dirty{0};     // bytes in the open + syncing maps
+  std::atomic<uint64_t> reserved{0};  // reserved by writes in progress, not dirty yet
   std::atomic<bool> destroyed{false};
 
   // --- txg sync path (PoolImpl::sync_mu_ held) ---
@@ -120,7 +121,9 @@ class Volume {
   // Drops clean cached indirect blocks of this volume while the pool's cache is over its
   // bound (tree_mu_ held; never during a commit, which holds tree_mu_ throughout).
   void TrimCacheLocked();
-  Status WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, uint32_t n, bool zero);
+  // A block that becomes a new dirty buffer takes its room from `room`.
+  Status WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, uint32_t n, bool zero,
+                    DirtyReservation& room);
   // A block buffer (contents undefined) from the spares or the heap (mu_ held).
   Buf NewBufLocked();
   Result<BlockPtr> LookupL0Locked(uint64_t blkid, uint64_t* hole_span);
