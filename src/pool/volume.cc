@@ -1,7 +1,9 @@
 #include "pool/volume.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <functional>
 #include <system_error>
 #include <thread>
 
@@ -12,14 +14,17 @@
 namespace volstack::pool {
 
 namespace {
+// The longest vectored write of data blocks.
+constexpr uint64_t kMaxRunBytes = 1 << 20;
+
 // Writes runs of data blocks at adjacent addresses on one vdev with one vectored write,
-// straight from the dirty buffers (which stay put until FinishSync), up to 1 MiB a run.
+// straight from the dirty buffers (which stay put until FinishSync), up to kMaxRunBytes.
 class RunWriter {
  public:
   explicit RunWriter(PoolImpl* pool) : pool_(pool) {}
   Status Add(const Dva& dva, std::span<const uint8_t> data) {
     if (!pieces_.empty() &&
-        (dva.vdev != vdev_ || dva.offset != end_ || end_ - start_ + dva.asize() > kMaxRun)) {
+        (dva.vdev != vdev_ || dva.offset != end_ || end_ - start_ + dva.asize() > kMaxRunBytes)) {
       VS_RETURN_IF_ERROR(Flush());
     }
     if (pieces_.empty()) vdev_ = dva.vdev, start_ = end_ = dva.offset;
@@ -44,7 +49,6 @@ class RunWriter {
   }
 
  private:
-  static constexpr uint64_t kMaxRun = 1 << 20;
   static constexpr uint64_t kHintRun = 256 << 10;
   static constexpr uint8_t kZeroPad[64 * 1024] = {};  // asize - size < 2^ashift <= 64 KiB
 
@@ -57,8 +61,8 @@ class RunWriter {
 // An indirect-cache trim that frees this much returns the memory to the kernel.
 constexpr uint64_t kReturnToKernelBytes = 8 << 20;
 
-// Txgs with at least this much data are written by a helper thread while the commit's own
-// thread checksums them.
+// Txgs with at least this much data are checksummed and written by a helper thread and the
+// commit's own thread together.
 constexpr uint64_t kHelperThreadBytes = 1 << 20;
 
 bool AllZero(const uint8_t* p, size_t n) {
@@ -508,40 +512,57 @@ Status Volume::SyncTree(SyncContext& ctx) {
     fresh.emplace_back(blkid, bp);  // reserved: the pointer below stays valid
     if (!bp.IsHole()) data.emplace_back(&fresh.back().second, buf.get());
   }
-  // The writes, the checksums and the copies into the block cache only read the buffers, so
-  // for a large txg a helper thread writes while this one checksums. The copies start once
-  // the data is written and run on through the flushes, when the CPUs wait for the disk
-  // (SyncContext::CacheCommitted: the commit stops them when durable, so they never delay
-  // it). Written data is what a reader asks for next, as the host page cache would have it.
-  // Caching before the commit completes is safe: the bytes are final, the key (address,
-  // txg) is new and no tree points at it before this commit's indirect blocks do, and a
-  // failed commit suspends the pool (no reads).
-  Status written;
-  auto write_all = [&] {
+  // The writes, the checksums and the copies into the block cache only read the buffers.
+  // The blocks go out in runs (adjacent addresses on one vdev, up to kMaxRunBytes: one
+  // vectored write each); a run is checksummed and then written by the same thread, so the
+  // kernel's copy finds the bytes in that CPU's caches (the writer's streaming copies left
+  // them in memory only). For a large txg a helper thread takes runs too. The copies into
+  // the block cache start once the data is written and run on through the flushes, when
+  // the CPUs wait for the disk (SyncContext::CacheCommitted: the commit stops them when
+  // durable, so they never delay it). Written data is what a reader asks for next, as the
+  // host page cache would have it. Caching before the commit completes is safe: the bytes
+  // are final, the key (address, txg) is new and no tree points at it before this
+  // commit's indirect blocks do, and a failed commit suspends the pool (no reads).
+  std::vector<size_t> run_starts;  // index in `data` of each run's first block
+  for (size_t i = 0, run_bytes = 0; i < data.size(); i++) {
+    const Dva& d = data[i].first->dva[0];
+    const bool extends =
+        i > 0 && d.vdev == data[i - 1].first->dva[0].vdev &&
+        d.offset == data[i - 1].first->dva[0].offset + data[i - 1].first->dva[0].asize() &&
+        run_bytes + d.asize() <= kMaxRunBytes;
+    if (!extends) run_starts.push_back(i), run_bytes = 0;
+    run_bytes += d.asize();
+  }
+  std::atomic<size_t> next_run{0};
+  std::atomic<bool> failed{false};
+  auto write_runs = [&](Status& st) {
     RunWriter writer(pool_);
-    for (auto& [bp, buf] : data) {
-      written = writer.Add(bp->dva[0], std::span<const uint8_t>(buf, vbs_));
-      if (!written.ok()) return;
+    for (size_t r = next_run++; r < run_starts.size() && !failed; r = next_run++) {
+      const size_t end = r + 1 < run_starts.size() ? run_starts[r + 1] : data.size();
+      for (size_t i = run_starts[r]; i < end; i++) {
+        data[i].first->checksum =
+            ComputeChecksum(cksum, std::span<const uint8_t>(data[i].second, vbs_));
+      }
+      for (size_t i = run_starts[r]; i < end && st.ok(); i++) {
+        st = writer.Add(data[i].first->dva[0], std::span<const uint8_t>(data[i].second, vbs_));
+      }
+      if (st.ok()) st = writer.Flush();
+      if (!st.ok()) failed = true;
     }
-    written = writer.Flush();
   };
+  Status written, helper_written;
   std::thread helper;
   if (data.size() * vbs_ >= kHelperThreadBytes) {
     try {
-      helper = std::thread(write_all);
+      helper = std::thread(write_runs, std::ref(helper_written));
     } catch (const std::system_error&) {
-      // No thread to be had: write here (below).
+      // No thread to be had: this one takes every run.
     }
   }
-  for (auto& [bp, buf] : data) {
-    bp->checksum = ComputeChecksum(cksum, std::span<const uint8_t>(buf, vbs_));
-  }
-  if (helper.joinable()) {
-    helper.join();
-  } else {
-    write_all();
-  }
+  write_runs(written);
+  if (helper.joinable()) helper.join();
   VS_RETURN_IF_ERROR(written);
+  VS_RETURN_IF_ERROR(helper_written);
   std::vector<std::pair<Dva, std::span<const uint8_t>>> to_cache;
   to_cache.reserve(data.size());
   for (auto& [bp, buf] : data) {
