@@ -27,7 +27,6 @@ class DirtyReservation {
   // `bytes` of the reservation have become dirty data: the caller has added them to the
   // pool's and the volume's dirty counters already, so the space is counted throughout.
   void Take(uint64_t bytes);
-  uint64_t bytes() const { return bytes_; }
 
  private:
   void GiveBack();
