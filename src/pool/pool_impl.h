@@ -138,6 +138,13 @@ class PoolImpl {
   Result<DirtyReservation> ReserveDirty(Volume* vol, uint64_t bytes);
   std::mutex reserve_mu;                    // one ReserveDirty at a time
   std::atomic<uint64_t> reserved_bytes{0};  // reserved, not yet dirty (all volumes)
+  // Dirty data plus reservations: what the space checks must find room for. A block moves
+  // from reserved to dirty by adding to dirty first, so reading reserved first counts it
+  // at least once (the other order could miss it).
+  uint64_t PendingDirty() const {
+    const uint64_t reserved = reserved_bytes.load();
+    return dirty_bytes.load() + reserved;
+  }
   // Blocks while dirty data is at the limit (wakes the sync thread first).
   void Throttle();
   void RecomputeReservations();  // mu held

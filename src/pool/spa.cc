@@ -187,15 +187,13 @@ Result<DirtyReservation> PoolImpl::ReserveDirty(Volume* vol, uint64_t bytes) {
   // space-map overhead plus every volume's unused reservation must fit in free space; the
   // part of this volume's dirty data its own reservation covers is not counted twice.
   // Beyond its reservation a write must also leave the slop (1/32 of the pool) for commits.
-  // A block moves from reserved to dirty by adding to dirty first, so a concurrent check
-  // never sees less than is taken.
   std::lock_guard l(reserve_mu);
   const uint64_t slop = std::max<uint64_t>(total_size() / 32, 1 << 20);
-  const uint64_t pending = dirty_bytes.load() + reserved_bytes.load() + bytes;
+  const uint64_t pending = PendingDirty() + bytes;
   const uint64_t meta = pending / 32 + (uint64_t{2} << 20);
   const uint64_t r = vol->refreservation.load(), u = vol->used();
   const uint64_t own_unused = r > u ? r - u : 0;
-  const uint64_t own = vol->dirty.load() + vol->reserved.load() + bytes;
+  const uint64_t own = vol->pending_dirty() + bytes;
   const uint64_t covered = std::min(own_unused, own);
   uint64_t need = pending - std::min(pending, covered) + unused_reservation.load() + meta;
   if (covered < own) need += slop;
@@ -409,8 +407,8 @@ Result<DatasetInfo> Pool::CreateVolume(const std::string& name, const VolumeOpti
     }
     const uint64_t slop = std::max<uint64_t>(impl_->total_size() / 32, 1 << 20);
     const uint64_t free = impl_->free_bytes.load();
-    if (refres > 0 && free < refres + impl_->unused_reservation.load() + slop +
-                                 impl_->dirty_bytes.load() + impl_->reserved_bytes.load()) {
+    if (refres > 0 &&
+        free < refres + impl_->unused_reservation.load() + slop + impl_->PendingDirty()) {
       return Status::NoSpace("cannot create '" + name + "': out of space");
     }
     DatasetPhys phys;

@@ -86,6 +86,11 @@ class Volume {
   std::atomic<uint64_t> refreservation{0};
   std::atomic<uint64_t> dirty{0};     // bytes in the open + syncing maps
   std::atomic<uint64_t> reserved{0};  // reserved by writes in progress, not dirty yet
+  // dirty + reserved, read in the order PoolImpl::PendingDirty explains.
+  uint64_t pending_dirty() const {
+    const uint64_t r = reserved.load();
+    return dirty.load() + r;
+  }
   std::atomic<bool> destroyed{false};
 
   // --- txg sync path (PoolImpl::sync_mu_ held) ---

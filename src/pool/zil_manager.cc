@@ -122,8 +122,8 @@ void ZilManager::RefillLocked(bool active) {
   // Never carve into what volumes have reserved, what dirty data and writes in progress
   // need, or the slop a commit needs (twice over): the log is an optimisation, a txg the
   // fallback.
-  const uint64_t keep = 2 * std::max<uint64_t>(total / 32, 1 << 20) + p.unused_reservation.load() +
-                        p.dirty_bytes.load() + p.reserved_bytes.load();
+  const uint64_t keep =
+      2 * std::max<uint64_t>(total / 32, 1 << 20) + p.unused_reservation.load() + p.PendingDirty();
   const uint64_t unit = uint64_t{1} << p.ashift;
   uint64_t chunk = std::min<uint64_t>(target - have, 4 << 20);
   chunk = (chunk + unit - 1) / unit * unit;
