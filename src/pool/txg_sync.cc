@@ -4,10 +4,11 @@
 //   2. write data blocks, then indirect blocks bottom-up, to freshly allocated space
 //      (never over a live block); old pointers are freed into this txg's deferred list.
 //      Data blocks go out as runs of adjacent blocks, one vectored vdev write (WriteV) per
-//      run straight from the dirty buffers, written by a helper thread while the commit's
-//      own thread checksums them when the txg is large (Volume::SyncTree); another thread
-//      copies them into the block cache meanwhile (SyncContext::CacheCommitted). Indirect
-//      and meta blocks, built in scratch buffers, are batched by SyncContext::Write below.
+//      run straight from the dirty buffers, each run checksummed and then written by one
+//      thread, the commit's or, when the txg is large, a helper's (Volume::SyncTree);
+//      another thread copies them into the block cache after (SyncContext::CacheCommitted).
+//      Indirect and meta blocks, built in scratch buffers, are batched by
+//      SyncContext::Write below.
 //   3. free the trees of destroyed volumes; the intent logs (zil_manager.cc) set each
 //      volume's log header and free the log blocks this txg makes obsolete.
 //   4. append this txg's alloc/free records to the space map (or condense it), write the
