@@ -4,8 +4,8 @@
 //   2. write data blocks, then indirect blocks bottom-up, to freshly allocated space
 //      (never over a live block); old pointers are freed into this txg's deferred list.
 //      Data blocks go out as runs of adjacent blocks, one vectored vdev write (WriteV) per
-//      run straight from the dirty buffers, each run checksummed and then written by one
-//      thread, the commit's or, when the txg is large, a helper's (Volume::SyncTree);
+//      run straight from the dirty buffers, each group of up to 1 MiB checksummed and then
+//      written by one thread, the commit's or, for a large txg, a helper's (SyncTree);
 //      another thread copies them into the block cache after (SyncContext::CacheCommitted).
 //      Indirect and meta blocks, built in scratch buffers, are batched by
 //      SyncContext::Write below.

@@ -513,37 +513,30 @@ Status Volume::SyncTree(SyncContext& ctx) {
     if (!bp.IsHole()) data.emplace_back(&fresh.back().second, buf.get());
   }
   // The writes, the checksums and the copies into the block cache only read the buffers.
-  // The blocks go out in runs (adjacent addresses on one vdev, up to kMaxRunBytes: one
-  // vectored write each); a run is checksummed and then written by the same thread, so the
-  // kernel's copy finds the bytes in that CPU's caches (the writer's streaming copies left
-  // them in memory only). For a large txg a helper thread takes runs too. The copies into
-  // the block cache start once the data is written and run on through the flushes, when
-  // the CPUs wait for the disk (SyncContext::CacheCommitted: the commit stops them when
-  // durable, so they never delay it). Written data is what a reader asks for next, as the
-  // host page cache would have it. Caching before the commit completes is safe: the bytes
-  // are final, the key (address, txg) is new and no tree points at it before this
-  // commit's indirect blocks do, and a failed commit suspends the pool (no reads).
-  std::vector<size_t> run_starts;  // index in `data` of each run's first block
-  for (size_t i = 0, run_bytes = 0; i < data.size(); i++) {
-    const Dva& d = data[i].first->dva[0];
-    const bool extends =
-        i > 0 && d.vdev == data[i - 1].first->dva[0].vdev &&
-        d.offset == data[i - 1].first->dva[0].offset + data[i - 1].first->dva[0].asize() &&
-        run_bytes + d.asize() <= kMaxRunBytes;
-    if (!extends) run_starts.push_back(i), run_bytes = 0;
-    run_bytes += d.asize();
-  }
-  std::atomic<size_t> next_run{0};
+  // The blocks are taken in groups of up to kMaxRunBytes, in block order; a thread
+  // checksums a group and then writes it (RunWriter: its adjacent blocks in one vectored
+  // write), so the kernel's copy finds the bytes in that CPU's caches (the writer's
+  // streaming copies left them in memory only). For a large txg a helper thread takes
+  // groups too. The copies into the block cache start once the data is written and run on
+  // through the flushes, when the CPUs wait for the disk (SyncContext::CacheCommitted: the
+  // commit stops them when durable, so they never delay it). Written data is what a reader
+  // asks for next, as the host page cache would have it. Caching before the commit
+  // completes is safe: the bytes are final, the key (address, txg) is new and no tree
+  // points at it before this commit's indirect blocks do, and a failed commit suspends the
+  // pool (no reads).
+  const size_t group = std::max<uint64_t>(kMaxRunBytes / pool_->asize(vbs_), 1);  // blocks
+  const size_t groups = (data.size() + group - 1) / group;
+  std::atomic<size_t> next_group{0};
   std::atomic<bool> failed{false};
-  auto write_runs = [&](Status& st) {
+  auto write_groups = [&](Status& st) {
     RunWriter writer(pool_);
-    for (size_t r = next_run++; r < run_starts.size() && !failed; r = next_run++) {
-      const size_t end = r + 1 < run_starts.size() ? run_starts[r + 1] : data.size();
-      for (size_t i = run_starts[r]; i < end; i++) {
+    for (size_t g = next_group++; g < groups && !failed; g = next_group++) {
+      const size_t first = g * group, end = std::min(first + group, data.size());
+      for (size_t i = first; i < end; i++) {
         data[i].first->checksum =
             ComputeChecksum(cksum, std::span<const uint8_t>(data[i].second, vbs_));
       }
-      for (size_t i = run_starts[r]; i < end && st.ok(); i++) {
+      for (size_t i = first; i < end && st.ok(); i++) {
         st = writer.Add(data[i].first->dva[0], std::span<const uint8_t>(data[i].second, vbs_));
       }
       if (st.ok()) st = writer.Flush();
@@ -554,12 +547,12 @@ Status Volume::SyncTree(SyncContext& ctx) {
   std::thread helper;
   if (data.size() * vbs_ >= kHelperThreadBytes) {
     try {
-      helper = std::thread(write_runs, std::ref(helper_written));
+      helper = std::thread(write_groups, std::ref(helper_written));
     } catch (const std::system_error&) {
-      // No thread to be had: this one takes every run.
+      // No thread to be had: this one takes every group.
     }
   }
-  write_runs(written);
+  write_groups(written);
   if (helper.joinable()) helper.join();
   VS_RETURN_IF_ERROR(written);
   VS_RETURN_IF_ERROR(helper_written);

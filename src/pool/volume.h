@@ -11,9 +11,9 @@
 // block in the open map, the syncing map or the tree, in that order. SyncTree writes runs of
 // adjacent new blocks with one vectored vdev write straight from the syncing buffers (no
 // copy), hints the vdev to start writing back long runs at once (the commit's flush
-// follows); each run is checksummed and then written by one thread (for a large txg the
-// commit's and a helper take runs in turn), and the block cache's copies are made on
-// another thread once the data is written.
+// follows); each group of up to 1 MiB of blocks is checksummed and then written by one
+// thread (for a large txg the commit's and a helper take groups in turn), and the block
+// cache's copies are made on another thread once the data is written.
 // FinishSync keeps up to the txg's block count (at most 16 MiB) of buffers as spares for
 // the next txg, so a streaming writer reuses warm memory instead of faulting in fresh pages.
 // A partial-block write of a block in neither map reads it from the tree under a per-block
