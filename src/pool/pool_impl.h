@@ -123,6 +123,9 @@ class PoolImpl {
   std::atomic<bool> closed{false};
   std::atomic<bool> failed{false};  // a txg commit failed: the pool is suspended
   std::atomic<uint64_t> dirty_bytes{0};
+  // The indirect blocks the dirty data will make commits write, at most (Volume::
+  // CountDirtyLocked): what ReserveDirty keeps room for beyond the data.
+  std::atomic<uint64_t> dirty_meta_bytes{0};
   std::atomic<uint64_t> cache_bytes{0};  // the volumes' cached indirect blocks
   // Set when the indirect caches gave up enough memory to be worth handing back to the
   // kernel (Volume::TrimCacheLocked). TrimHeap does it, after a commit, with no lock held:

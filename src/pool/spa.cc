@@ -83,6 +83,35 @@ bool ValidComponent(const std::string& c) {
 
 bool IsUserProp(const std::string& p) { return p.find(':') != std::string::npos; }
 
+// zfs's rules for a user property: a name of lower-case letters, digits and ":._-" (so it
+// prints as one field of `zfs get -H`), at most 255 bytes; a value of at most 8 KiB.
+Status ValidateUserProp(const std::string& prop, const std::string& value) {
+  const bool name_ok = !prop.empty() && prop.size() <= 255 && prop.front() != ':' &&
+                       std::all_of(prop.begin(), prop.end(), [](char c) {
+                         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ':' ||
+                                c == '.' || c == '_' || c == '-';
+                       });
+  if (!name_ok) {
+    return Status::InvalidArgument("invalid property '" + prop +
+                                   "': user property names are lower-case letters, digits and "
+                                   "':._-', with a ':', at most 255 characters");
+  }
+  if (value.size() > 8192) return Status::InvalidArgument("'" + prop + "' value is too long");
+  return Status::Ok();
+}
+
+// Largest volume: what a Linux file or block device can be (sizes are signed 64-bit there).
+constexpr uint64_t kMaxVolsize = (uint64_t{1} << 63) - 1;
+
+Status CheckVolsize(uint64_t size, uint32_t vbs) {
+  if (size == 0) return Status::InvalidArgument("'volsize' must be greater than zero");
+  if (size > kMaxVolsize) return Status::InvalidArgument("'volsize' is too large (at most 8E)");
+  if (size % vbs != 0) {
+    return Status::InvalidArgument("'volsize' must be a multiple of volume block size");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 uint64_t MetaOverhead(const PoolImpl& pool, uint64_t nblocks) {
@@ -116,6 +145,9 @@ Status ValidateDatasetName(const std::string& name) {
   const auto slash = name.find('/');
   if (slash == std::string::npos) {
     return Status::InvalidArgument("invalid dataset name '" + name + "': expected pool/volume");
+  }
+  if (name.size() > 255) {
+    return Status::InvalidArgument("invalid dataset name '" + name + "': name is too long");
   }
   VS_RETURN_IF_ERROR(ValidatePoolName(name.substr(0, slash)));
   const std::string rest = name.substr(slash + 1);
@@ -190,7 +222,15 @@ Result<DirtyReservation> PoolImpl::ReserveDirty(Volume* vol, uint64_t bytes) {
   std::lock_guard l(reserve_mu);
   const uint64_t slop = std::max<uint64_t>(total_size() / 32, 1 << 20);
   const uint64_t pending = PendingDirty() + bytes;
-  const uint64_t meta = pending / 32 + (uint64_t{2} << 20);
+  // Indirect blocks: those of the dirty data (counted per L1 block: scattered small writes
+  // need four times their size), those this request may add (an L1 per 128 blocks and one
+  // more at each end, with their parents), and 2 MiB for the space map and the MOS.
+  const uint64_t vbs = vol->volblocksize();
+  const uint64_t request_l1s = bytes / vbs / kBpsPerIndirect + 2;
+  const uint64_t request_meta =
+      request_l1s * LevelsFor(vol->volsize() / vbs) * asize(kIndirectBlockSize);
+  const uint64_t meta =
+      std::max(pending / 32, dirty_meta_bytes.load() + request_meta) + (uint64_t{2} << 20);
   const uint64_t r = vol->refreservation.load(), u = vol->used();
   const uint64_t own_unused = r > u ? r - u : 0;
   const uint64_t own = vol->pending_dirty() + bytes;
@@ -333,7 +373,7 @@ Status ApplyVolumeProp(std::map<std::string, std::string>& props, const std::str
     return Status::InvalidArgument("'" + prop + "' " + why);
   };
   if (IsUserProp(prop)) {
-    if (value.size() > 8192) return bad("value is too long");
+    VS_RETURN_IF_ERROR(ValidateUserProp(prop, value));
     props[prop] = value;
   } else if (prop == "readonly") {
     if (value != "on" && value != "off") return bad("must be 'on' or 'off'");
@@ -358,7 +398,9 @@ Status ApplyVolumeProp(std::map<std::string, std::string>& props, const std::str
   } else if (prop == "refreservation") {
     if (value == "none") {
       props[prop] = "0";
-    } else if (value != "auto") {
+    } else if (value == "auto") {
+      props[prop] = value;  // the full size, and it follows volsize
+    } else {
       VS_ASSIGN_OR_RETURN(uint64_t r, ParseSize(value));
       props[prop] = std::to_string(r);
     }
@@ -384,10 +426,7 @@ Result<DatasetInfo> Pool::CreateVolume(const std::string& name, const VolumeOpti
   if (vbs < 4096 || vbs > 131072 || (vbs & (vbs - 1)) != 0) {
     return Status::InvalidArgument("'volblocksize' must be power of 2 from 4K to 128K");
   }
-  if (options.volsize == 0) return Status::InvalidArgument("'volsize' must be greater than zero");
-  if (options.volsize % vbs != 0) {
-    return Status::InvalidArgument("'volsize' must be a multiple of volume block size");
-  }
+  VS_RETURN_IF_ERROR(CheckVolsize(options.volsize, vbs));
   std::map<std::string, std::string> props;
   for (const auto& [k, v] : options.props) {
     if (k == "volsize" || k == "volblocksize") continue;
@@ -567,14 +606,30 @@ Result<DatasetInfo> Pool::GetDataset(const std::string& name) {
 
 Status Pool::SetProperty(const std::string& dataset, const std::string& prop,
                          const std::string& value) {
+  return SetProperties(dataset, {{prop, value}});
+}
+
+Status Pool::SetProperties(const std::string& dataset,
+                           const std::vector<std::pair<std::string, std::string>>& props) {
   VS_RETURN_IF_ERROR(impl_->CheckUsable());
+  for (size_t i = 0; i < props.size(); i++) {
+    for (size_t j = 0; j < i; j++) {
+      if (props[j].first == props[i].first) {
+        return Status::InvalidArgument("property '" + props[i].first +
+                                       "' specified multiple times");
+      }
+    }
+  }
   if (dataset == impl_->name) {
-    if (!IsUserProp(prop)) {
-      return Status::NotSupported("cannot set '" + prop + "' on the pool's root dataset");
+    for (const auto& [prop, value] : props) {
+      if (!IsUserProp(prop)) {
+        return Status::NotSupported("cannot set '" + prop + "' on the pool's root dataset");
+      }
+      VS_RETURN_IF_ERROR(ValidateUserProp(prop, value));
     }
     {
       std::lock_guard l(impl_->mu);
-      impl_->props["root:" + prop] = value;
+      for (const auto& [prop, value] : props) impl_->props["root:" + prop] = value;
       impl_->mos_dirty = true;
     }
     return impl_->Sync();
@@ -588,36 +643,49 @@ Status Pool::SetProperty(const std::string& dataset, const std::string& prop,
     }
     vol = it->second;
   }
+  // Every property is checked before any is applied: a failing request changes nothing, as
+  // zfs sets a request's properties together or not at all.
   DatasetPhys p = vol->phys();
-  if (prop == "volsize") {
+  std::optional<uint64_t> new_size;
+  for (const auto& [prop, value] : props) {
+    if (prop != "volsize") {
+      VS_RETURN_IF_ERROR(ApplyVolumeProp(p.props, prop, value));
+      continue;
+    }
     VS_ASSIGN_OR_RETURN(uint64_t size, ParseSize(value));
-    if (size == 0 || size % p.volblocksize != 0) {
-      return Status::InvalidArgument("'volsize' must be a multiple of volume block size");
+    VS_RETURN_IF_ERROR(CheckVolsize(size, p.volblocksize));
+    if (size < p.volsize) return Status::NotSupported("shrinking a volume is not supported");
+    if (vol->Prop("readonly", "off") == "on" && size != p.volsize) {
+      return Status::FromErrno(EROFS,
+                               "cannot set property for '" + dataset + "': dataset is read-only");
     }
-    const uint64_t nblocks = size / p.volblocksize;
-    if (p.props["refreservation"] == "auto" && size > p.volsize) {
-      const uint64_t extra = size + MetaOverhead(*impl_, nblocks) - vol->refreservation.load();
-      if (PoolAvail(*impl_) < extra) {
-        return Status::NoSpace("cannot set property for '" + dataset + "': out of space");
-      }
-      vol->refreservation = size + MetaOverhead(*impl_, nblocks);
-    }
-    VS_RETURN_IF_ERROR(vol->Grow(size));
-  } else {
-    VS_RETURN_IF_ERROR(ApplyVolumeProp(p.props, prop, value));
-    if (prop == "refreservation") {
-      const std::string r = p.props["refreservation"];
-      const uint64_t full = p.volsize + MetaOverhead(*impl_, p.volsize / p.volblocksize);
-      vol->refreservation = r == "auto" ? full : std::stoull(r);
-    }
-    vol->SetProps(p.props);
+    new_size = size;
   }
+  const uint64_t volsize = new_size.value_or(p.volsize);
+  const std::string r = p.props["refreservation"];
+  const uint64_t refres =
+      r == "auto" ? FullReservation(*impl_, volsize, p.volblocksize) : std::stoull(r);
   {
+    // A larger reservation must fit in what the pool has available (zfs: "size is greater
+    // than available space").
     std::lock_guard l(impl_->mu);
+    const uint64_t used = vol->used();
+    const uint64_t old_refres = vol->refreservation.load();
+    const uint64_t unused_new = refres > used ? refres - used : 0;
+    const uint64_t unused_old = old_refres > used ? old_refres - used : 0;
+    if (unused_new > unused_old && unused_new - unused_old > PoolAvail(*impl_)) {
+      return Status::NoSpace("cannot set property for '" + dataset +
+                             "': size is greater than available space");
+    }
+    vol->refreservation = refres;
+    vol->SetProps(p.props);
     impl_->mos_dirty = true;
     impl_->RecomputeReservations();
   }
-  return impl_->Sync();
+  if (new_size) VS_CHECK(vol->Grow(*new_size).ok());  // checked above
+  VS_RETURN_IF_ERROR(impl_->Sync());
+  if (new_size) vol->NotifyResize();
+  return Status::Ok();
 }
 
 Status Pool::InheritProperty(const std::string& dataset, const std::string& prop) {
@@ -679,15 +747,27 @@ PoolInfo Pool::Info() {
   return info;
 }
 
-Status Pool::SetPoolProperty(const std::string& prop, const std::string& value) {
-  if (prop != "comment" && !IsUserProp(prop)) {
-    static const char* kReadOnly[] = {"size",   "free", "allocated", "capacity",
-                                      "health", "guid", "ashift",    "name"};
-    for (const char* r : kReadOnly) {
-      if (prop == r) return Status::InvalidArgument("property '" + prop + "' is readonly");
+Status ValidatePoolProperty(const std::string& prop, const std::string& value) {
+  if (prop == "comment") {
+    // zpool's rule: at most 32 printable characters.
+    if (value.size() > 32 || !std::all_of(value.begin(), value.end(), [](char c) {
+          return std::isprint(static_cast<unsigned char>(c));
+        })) {
+      return Status::InvalidArgument("comment must be at most 32 printable characters");
     }
-    return Status::InvalidArgument("invalid property '" + prop + "'");
+    return Status::Ok();
   }
+  if (IsUserProp(prop)) return ValidateUserProp(prop, value);
+  static const char* kReadOnly[] = {"size",   "free", "allocated", "capacity",
+                                    "health", "guid", "ashift",    "name"};
+  for (const char* r : kReadOnly) {
+    if (prop == r) return Status::InvalidArgument("property '" + prop + "' is readonly");
+  }
+  return Status::InvalidArgument("invalid property '" + prop + "'");
+}
+
+Status Pool::SetPoolProperty(const std::string& prop, const std::string& value) {
+  VS_RETURN_IF_ERROR(ValidatePoolProperty(prop, value));
   VS_RETURN_IF_ERROR(impl_->CheckUsable());
   {
     std::lock_guard l(impl_->mu);

@@ -158,6 +158,10 @@ class Pool : public std::enable_shared_from_this<Pool> {
   Result<DatasetInfo> GetDataset(const std::string& name);
   // volsize (grow only), readonly, sync, logbias, checksum, refreservation, user props (a:b).
   Status SetProperty(const std::string& dataset, const std::string& prop, const std::string& value);
+  // Several at once: all are checked before any is applied (a failure changes nothing); a
+  // property given twice is an error.
+  Status SetProperties(const std::string& dataset,
+                       const std::vector<std::pair<std::string, std::string>>& props);
   Status InheritProperty(const std::string& dataset, const std::string& prop);
 
   PoolInfo Info();
@@ -180,5 +184,7 @@ std::vector<DiscoveredPool> DiscoverPools(
 // Pool and dataset component names as zfs takes them.
 Status ValidatePoolName(const std::string& name);
 Status ValidateDatasetName(const std::string& name);  // "pool/vol"
+// A settable pool property: comment, or a user property (a:b).
+Status ValidatePoolProperty(const std::string& prop, const std::string& value);
 
 }  // namespace volstack::pool

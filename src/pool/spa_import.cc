@@ -14,6 +14,7 @@
 // replayed into the volumes and committed, which frees the chains.
 #include <algorithm>
 #include <random>
+#include <set>
 
 #include "pool/pool_impl.h"
 
@@ -25,6 +26,29 @@ uint64_t RandomGuid() {
   uint64_t g = 0;
   while (g == 0) g = (uint64_t{rd()} << 32) | rd();
   return g;
+}
+
+// The directory entries must describe volumes the pool could have made: the checksums only
+// say the bytes are the ones written, and a tree read with the wrong shape would return
+// other blocks' data.
+Status CheckDatasets(const MosPhys& mos) {
+  std::set<std::string> names;
+  std::set<uint64_t> ids;
+  for (const auto& d : mos.datasets) {
+    auto bad = [&](const std::string& why) {
+      return Status::Corruption("MOS: dataset '" + d.name + "': " + why);
+    };
+    if (!ValidateDatasetName(d.name).ok()) return bad("invalid name");
+    if (!names.insert(d.name).second || !ids.insert(d.id).second) return bad("listed twice");
+    const uint32_t vbs = d.volblocksize;
+    if (vbs < 4096 || vbs > 131072 || (vbs & (vbs - 1)) != 0) return bad("bad volblocksize");
+    if (d.volsize == 0 || d.volsize % vbs != 0 || d.volsize > (uint64_t{1} << 63)) {
+      return bad("bad volsize");
+    }
+    if (d.levels != LevelsFor(d.volsize / vbs)) return bad("tree levels do not match volsize");
+    if (!d.root.IsHole() && d.root.level != d.levels) return bad("root at the wrong level");
+  }
+  return Status::Ok();
 }
 
 void ResetSpace(PoolImpl& p) {
@@ -73,11 +97,7 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name,
       }
     }
   }
-  for (const auto& [k, v] : options.props) {
-    if (k != "comment" && k.find(':') == std::string::npos) {
-      return Status::InvalidArgument("invalid property '" + k + "'");
-    }
-  }
+  for (const auto& [k, v] : options.props) VS_RETURN_IF_ERROR(ValidatePoolProperty(k, v));
   auto impl = std::make_unique<PoolImpl>();
   impl->name = name;
   impl->pool_guid = RandomGuid();
@@ -137,7 +157,14 @@ Status PoolImpl::LoadFrom(const Uberblock& ub) {
   }
   uint64_t total_free = 0;
   for (auto& v : vdevs) {
-    for (auto [s, e] : live[v->id()].ranges()) VS_CHECK(free[v->id()].Remove(s, e - s));
+    for (auto [s, e] : live[v->id()].ranges()) {
+      if (!free[v->id()].Remove(s, e - s)) {
+        // A vdev cut shorter since (a truncated file) lost the blocks past its new end.
+        return Status::Corruption("space map: allocated space at vdev " + std::to_string(v->id()) +
+                                  " offset " + std::to_string(s) +
+                                  " lies outside the vdev (was it truncated?)");
+      }
+    }
   }
   std::vector<BlockPtr> meta = mos.space_map;
   meta.push_back(ub.rootbp);
@@ -147,6 +174,7 @@ Status PoolImpl::LoadFrom(const Uberblock& ub) {
       return Status::Corruption("metadata block overlaps allocated space: " + bp.ToString());
     }
   }
+  VS_RETURN_IF_ERROR(CheckDatasets(mos));
   for (const auto& d : mos.datasets) VS_RETURN_IF_ERROR(zil->Claim(d, free));
   for (auto& f : free) total_free += f.total();
   free_bytes = total_free;

@@ -238,7 +238,7 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     if (!st.ok()) return fail(st);
   }
   std::vector<DatasetPhys> datasets;
-  for (auto& v : vols) datasets.push_back(v->phys());
+  for (auto& v : vols) datasets.push_back(v->synced_phys());
   zil->SyncBegin(ctx, vols, destroyed, datasets, closing);
   // 4. space map and MOS
   std::vector<BlockPtr> old_meta;

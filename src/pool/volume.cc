@@ -92,7 +92,8 @@ Volume::Volume(PoolImpl* pool, DatasetPhys phys)
       vbs_(phys.volblocksize),
       volsize_(phys.volsize),
       used_(phys.used),
-      phys_(std::move(phys)) {}
+      phys_(phys),
+      synced_(std::move(phys)) {}
 
 Volume::~Volume() {
   std::lock_guard l(tree_mu_);
@@ -105,6 +106,11 @@ DatasetPhys Volume::phys() const {
   p.used = used_.load();
   p.volsize = volsize_.load();
   return p;
+}
+
+DatasetPhys Volume::synced_phys() const {
+  std::lock_guard l(tree_mu_);
+  return synced_;
 }
 
 void Volume::SetProps(std::map<std::string, std::string> props) {
@@ -156,9 +162,13 @@ Status Volume::Grow(uint64_t new_size) {
     volsize_.store(new_size);
     phys_.volsize = new_size;
   }
-  std::lock_guard l(mu_);
-  for (auto& [k, fn] : listeners_) fn(new_size);
   return Status::Ok();
+}
+
+void Volume::NotifyResize() {
+  const uint64_t size = volsize_.load();
+  std::lock_guard l(mu_);
+  for (auto& [k, fn] : listeners_) fn(size);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -326,7 +336,7 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
       }
     }
     const bool needs_space = buf != nullptr;  // holes never need space
-    open_.emplace(blkid, std::move(buf));
+    CountDirtyLocked(open_.emplace(blkid, std::move(buf)).first);
     pool_->dirty_bytes += vbs_;
     dirty += vbs_;
     if (needs_space) room.Take(vbs_);
@@ -382,12 +392,12 @@ Status Volume::Zero(uint64_t offset, uint64_t length, bool throttle) {
   while (pos < whole_end) {
     const uint64_t blkid = pos / vbs_;
     // Skip blocks that are holes already (and whole hole subtrees at once).
-    bool dirty;
+    uint64_t next_dirty;
     {
       std::lock_guard l(mu_);
-      dirty = open_.count(blkid) || syncing_.count(blkid) || loading_.count(blkid);
+      next_dirty = NextDirtyLocked(blkid);
     }
-    if (!dirty) {
+    if (next_dirty != blkid) {
       uint64_t span = 1;
       BlockPtr bp;
       {
@@ -395,17 +405,11 @@ Status Volume::Zero(uint64_t offset, uint64_t length, bool throttle) {
         VS_ASSIGN_OR_RETURN(bp, LookupL0Locked(blkid, &span));
       }
       if (bp.IsHole()) {
-        // The tree's hole may cover blocks dirtied since: stop at the next dirty one.
-        {
-          std::lock_guard l(mu_);
-          for (const auto* m : {&open_, &syncing_}) {
-            auto a = m->lower_bound(blkid + 1);
-            if (a != m->end() && a->first < blkid + span) span = a->first - blkid;
-          }
-          auto c = loading_.lower_bound(blkid + 1);
-          if (c != loading_.end() && *c < blkid + span) span = *c - blkid;
-        }
-        pos = std::min((blkid + std::max<uint64_t>(span, 1)) * vbs_, whole_end);
+        // The hole ends at the first block that was dirty before the lookup: a block the
+        // tree did not hold yet was in a dirty map then (it leaves them only after the tree
+        // has it), so none is skipped.
+        span = std::min({span, next_dirty - blkid, whole_end / vbs_ - blkid});
+        pos = (blkid + std::max<uint64_t>(span, 1)) * vbs_;
         continue;
       }
     }
@@ -422,8 +426,10 @@ Result<std::vector<bdev::AllocationExtent>> Volume::QueryAllocation(uint64_t off
   std::vector<bdev::AllocationExtent> out;
   uint64_t blkid = offset / vbs_;
   const uint64_t end = offset + length;
-  while (blkid * vbs_ < end) {
+  const uint64_t end_blk = (end + vbs_ - 1) / vbs_;
+  while (blkid < end_blk) {
     std::optional<bool> allocated;
+    uint64_t next_dirty = end_blk;
     {
       std::lock_guard l(mu_);
       auto it = open_.find(blkid);
@@ -431,6 +437,8 @@ Result<std::vector<bdev::AllocationExtent>> Volume::QueryAllocation(uint64_t off
         allocated = it->second != nullptr;
       } else if (auto s = syncing_.find(blkid); s != syncing_.end()) {
         allocated = s->second != nullptr;
+      } else {
+        next_dirty = NextDirtyLocked(blkid + 1);
       }
     }
     uint64_t span = 1;
@@ -438,15 +446,8 @@ Result<std::vector<bdev::AllocationExtent>> Volume::QueryAllocation(uint64_t off
       std::lock_guard l(tree_mu_);
       VS_ASSIGN_OR_RETURN(auto bp, LookupL0Locked(blkid, &span));
       allocated = !bp.IsHole();
-      if (*allocated) span = 1;
-    }
-    // A hole span may include blocks dirtied since; clamp it to stay exact.
-    if (span > 1) {
-      std::lock_guard l(mu_);
-      auto a = open_.lower_bound(blkid + 1);
-      if (a != open_.end() && a->first < blkid + span) span = a->first - blkid;
-      auto b = syncing_.lower_bound(blkid + 1);
-      if (b != syncing_.end() && b->first < blkid + span) span = b->first - blkid;
+      // A hole ends at the first block dirty before the lookup (as in Zero).
+      span = *allocated ? 1 : std::min({span, next_dirty - blkid, end_blk - blkid});
     }
     out.push_back({blkid * vbs_, span * vbs_, *allocated});
     blkid += span;
@@ -454,13 +455,46 @@ Result<std::vector<bdev::AllocationExtent>> Volume::QueryAllocation(uint64_t off
   return out;
 }
 
+uint64_t Volume::NextDirtyLocked(uint64_t from) const {
+  uint64_t first = ~uint64_t{0};
+  for (const auto* m : {&open_, &syncing_}) {
+    auto a = m->lower_bound(from);
+    if (a != m->end()) first = std::min(first, a->first);
+  }
+  auto c = loading_.lower_bound(from);
+  if (c != loading_.end()) first = std::min(first, *c);
+  return first;
+}
+
 // ---------------------------------------------------------------------------------------
 // txg sync path
+
+void Volume::CountDirtyLocked(std::map<uint64_t, Buf>::iterator it) {
+  const uint64_t l1 = it->first >> kIndirectShift;
+  if (it != open_.begin() && (std::prev(it)->first >> kIndirectShift) == l1) return;
+  if (auto next = std::next(it); next != open_.end() && (next->first >> kIndirectShift) == l1) {
+    return;
+  }
+  open_l1s_++;
+  const uint64_t nblocks = volsize_.load() / vbs_;
+  const uint32_t levels = LevelsFor(nblocks);
+  uint64_t blocks = 1;
+  uint64_t at_level = (nblocks + kBpsPerIndirect - 1) / kBpsPerIndirect;  // L1 blocks
+  for (uint32_t l = 2; l <= levels; l++) {
+    at_level = (at_level + kBpsPerIndirect - 1) / kBpsPerIndirect;
+    if (open_l1s_ <= at_level) blocks++;
+  }
+  const uint64_t bytes = blocks * pool_->asize(kIndirectBlockSize);
+  open_meta_ += bytes;
+  pool_->dirty_meta_bytes += bytes;
+}
 
 size_t Volume::Quiesce() {
   std::lock_guard l(mu_);
   VS_CHECK(syncing_.empty());
   syncing_.swap(open_);
+  open_l1s_ = 0;
+  syncing_meta_ = std::exchange(open_meta_, 0);
   return syncing_.size();
 }
 
@@ -485,6 +519,10 @@ uint64_t Volume::FinishSync() {
       if (spare_.size() >= keep) break;
       if (buf) spare_.push_back(std::move(buf));
     }
+  }
+  {
+    std::lock_guard l(mu_);
+    pool_->dirty_meta_bytes -= std::exchange(syncing_meta_, 0);
   }
   uint64_t bytes = 0;
   bytes = old.size() * uint64_t{vbs_};
@@ -613,6 +651,8 @@ Status Volume::SyncTree(SyncContext& ctx) {
   }
   VS_RETURN_IF_ERROR(ctx.FlushWrites());
   TrimCacheLocked();
+  synced_ = phys_;
+  synced_.used = used_.load();
   return Status::Ok();
 }
 
@@ -635,16 +675,23 @@ Status Volume::Walk(const std::function<Status(const BlockPtr&)>& fn) {
 }
 
 Status Volume::FreeTree(SyncContext& ctx) {
+  // The tree on disk: a Grow not yet committed has moved the root into a new cached block.
+  BlockPtr root;
+  {
+    std::lock_guard l(tree_mu_);
+    root = synced_.root;
+  }
   std::vector<BlockPtr> bps;
-  VS_RETURN_IF_ERROR(Walk([&](const BlockPtr& bp) {
+  VS_RETURN_IF_ERROR(WalkBp(root, [&](const BlockPtr& bp) {
     bps.push_back(bp);
     return Status::Ok();
   }));
   for (const auto& bp : bps) VS_RETURN_IF_ERROR(ctx.Free(bp, this));
   std::lock_guard l(tree_mu_);
-  phys_.root = BlockPtr{};
+  phys_.root = synced_.root = BlockPtr{};
   pool_->cache_bytes -= cache_.size() * uint64_t{kIndirectBlockSize};
   cache_.clear();
+  grown_dirty_.clear();
   return Status::Ok();
 }
 

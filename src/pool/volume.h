@@ -69,12 +69,19 @@ class Volume {
   Result<std::vector<bdev::AllocationExtent>> QueryAllocation(uint64_t offset, uint64_t length);
 
   DatasetPhys phys() const;
+  // The directory entry as of the end of the last SyncTree (or the import): what the
+  // commit records in the MOS, consistent with the tree it wrote even when Grow or
+  // SetProps ran since (those reach the next txg).
+  DatasetPhys synced_phys() const;
   uint64_t volsize() const { return volsize_.load(); }
   uint32_t volblocksize() const { return vbs_; }
   uint64_t used() const { return used_.load(); }
   void AdjustUsed(int64_t delta) { used_ += static_cast<uint64_t>(delta); }
-  // Grows volsize (adds tree levels as needed); the caller syncs the MOS.
+  // Grows volsize (adds tree levels as needed); the caller syncs the MOS, then tells open
+  // devices with NotifyResize: a device writes past the old end only once the new size is
+  // durable (a logged write there would not replay onto the old size).
   Status Grow(uint64_t new_size);
+  void NotifyResize();
   void SetProps(std::map<std::string, std::string> props);
   std::string Prop(const std::string& key, const std::string& dflt) const;
   ChecksumType checksum_type() const;
@@ -130,6 +137,16 @@ class Volume {
   // A block that becomes a new dirty buffer takes its room from `room`.
   Status WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, uint32_t n, bool zero,
                     DirtyReservation& room);
+  // The first block >= `from` in the open or syncing map or being loaded, or ~0 (mu_
+  // held). A hole the tree reports is clamped to it, and it must be taken before the tree
+  // lookup: a block reaches the tree before it leaves the syncing map, so looking in this
+  // order misses none.
+  uint64_t NextDirtyLocked(uint64_t from) const;
+  // Counts the entry `it` just added to open_: the first dirty block under an L1 block adds
+  // that block and, while there are fewer of them than the level has, one per level above
+  // (mu_ held). Scattered 4 KiB writes dirty 16 KiB of indirect blocks each, which the
+  // space checks must see before the commit needs it.
+  void CountDirtyLocked(std::map<uint64_t, Buf>::iterator it);
   // A block buffer (contents undefined) from the spares or the heap (mu_ held).
   Buf NewBufLocked();
   Result<BlockPtr> LookupL0Locked(uint64_t blkid, uint64_t* hole_span);
@@ -148,6 +165,10 @@ class Volume {
   std::map<uint64_t, Buf> open_;     // GUARDED_BY(mu_)
   std::map<uint64_t, Buf> syncing_;  // GUARDED_BY(mu_); read-only once quiesced
   std::set<uint64_t> loading_;       // GUARDED_BY(mu_)
+  // The indirect blocks the dirty blocks of each map will make the commit write, at most
+  // (CountDirtyLocked), in bytes; their sum over volumes is PoolImpl::dirty_meta_bytes.
+  uint64_t open_l1s_ = 0, open_meta_ = 0;  // GUARDED_BY(mu_)
+  uint64_t syncing_meta_ = 0;              // GUARDED_BY(mu_)
   // Buffers of the last synced txg kept for reuse, at most as many as it had dirty blocks
   // and kMaxSpareBytes (FinishSync).
   static constexpr uint64_t kMaxSpareBytes = 16 << 20;
@@ -155,7 +176,8 @@ class Volume {
   std::map<void*, std::function<void(uint64_t)>> listeners_;  // GUARDED_BY(mu_)
 
   mutable std::mutex tree_mu_;
-  DatasetPhys phys_;                                               // GUARDED_BY(tree_mu_)
+  DatasetPhys phys_;    // GUARDED_BY(tree_mu_)
+  DatasetPhys synced_;  // GUARDED_BY(tree_mu_): synced_phys(); its root is the tree on disk
   std::unordered_map<uint64_t, std::shared_ptr<Indirect>> cache_;  // GUARDED_BY(tree_mu_)
   std::set<uint64_t> grown_dirty_;  // GUARDED_BY(tree_mu_): new roots made by Grow
 };

@@ -23,9 +23,9 @@
 //
 // Invariants (why it is crash-safe):
 //   1. A block is reachable only from a durable header or from a valid block: the head of
-//      a new chain is allocated in a txg and used only after that txg is durable (a Commit
-//      with no chain commits a txg first, as zil_create does); every next block is
-//      allocated before the block naming it is written.
+//      a new chain is allocated in a txg and used only after that txg is durable (chain_txg_:
+//      a Commit finding no durable chain commits a txg first, as zil_create does); every
+//      next block is allocated before the block naming it is written.
 //   2. Log blocks come from a reserve carved out of free space at txg commit, never from
 //      space freed by a txg less than kTxgDefer txgs old: such space still holds the trees
 //      of the uberblocks import may fall back to. And the open txg cannot reuse a log block:
@@ -196,7 +196,8 @@ Status Zil::Commit() {
       if (DoneLocked(target)) return Status::Ok();
       VS_RETURN_IF_ERROR(pool_->CheckUsable());
       if (attempt >= 4) return Status::IoError("intent log: commit does not converge");
-      if (chain_guid_ == 0 || claimed_ || unlogged) {
+      const bool chain_durable = chain_guid_ != 0 && chain_txg_ <= pool_->synced_txg.load();
+      if (!chain_durable || claimed_ || unlogged) {
         fallback = true;
       } else {
         batch.reserve(itxs_.size());

@@ -130,11 +130,15 @@ class Zil {
   std::mutex commit_mu_;  // one commit (log write or fallback) at a time; taken before mu_
 
   std::mutex mu_;
-  std::deque<Itx> itxs_;          // GUARDED_BY(mu_): recorded, not yet logged, in seq order
-  uint64_t next_itx_seq_ = 1;     // GUARDED_BY(mu_)
-  uint64_t pending_bytes_ = 0;    // GUARDED_BY(mu_)
-  uint64_t unlogged_txg_ = 0;     // GUARDED_BY(mu_): newest txg with an unlogged change
-  uint64_t chain_guid_ = 0;       // GUARDED_BY(mu_): 0 = no chain
+  std::deque<Itx> itxs_;        // GUARDED_BY(mu_): recorded, not yet logged, in seq order
+  uint64_t next_itx_seq_ = 1;   // GUARDED_BY(mu_)
+  uint64_t pending_bytes_ = 0;  // GUARDED_BY(mu_)
+  uint64_t unlogged_txg_ = 0;   // GUARDED_BY(mu_): newest txg with an unlogged change
+  uint64_t chain_guid_ = 0;     // GUARDED_BY(mu_): 0 = no chain
+  // GUARDED_BY(mu_): the txg whose commit wrote the chain's first header. Commit() uses the
+  // chain only once that txg is durable: a log block written before would hang off a
+  // header an import may never see.
+  uint64_t chain_txg_ = 0;
   uint64_t floor_ = 0;            // GUARDED_BY(mu_): header floor while a replay commits
   std::deque<Lwb> lwbs_;          // GUARDED_BY(mu_)
   bool want_chain_ = false;       // GUARDED_BY(mu_): create a chain at the next txg

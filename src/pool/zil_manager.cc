@@ -181,6 +181,7 @@ ZilHeaderPhys ZilManager::SyncOne(SyncContext& ctx, Zil& z, bool closing) {
     if (head) {
       std::random_device rd;
       while (z.chain_guid_ == 0) z.chain_guid_ = (uint64_t{rd()} << 32) | rd();
+      z.chain_txg_ = ctx.txg;
       z.lwbs_.clear();
       z.lwbs_.push_back({*head, 1, 0, false});
     }

@@ -39,8 +39,7 @@ ZvolDevice::~ZvolDevice() {
 }
 
 Status ZvolDevice::DoRead(uint64_t offset, std::span<uint8_t> buf) {
-  VS_RETURN_IF_ERROR(pool_->impl()->CheckUsable());
-  if (volume_->destroyed) return Status::FromErrno(ENXIO, name() + ": volume destroyed");
+  VS_RETURN_IF_ERROR(CheckUsable());
   return volume_->Read(offset, buf);
 }
 
@@ -74,8 +73,15 @@ Status ZvolDevice::RetryWhileSpaceIsComing(bool logged, const std::function<Stat
   }
 }
 
-Status ZvolDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, bdev::WriteOptions opts) {
+Status ZvolDevice::CheckUsable() const {
   VS_RETURN_IF_ERROR(pool_->impl()->CheckUsable());
+  // A destroyed volume's log is gone from the pool: nothing may record into it.
+  if (volume_->destroyed) return Status::FromErrno(ENXIO, name() + ": volume destroyed");
+  return Status::Ok();
+}
+
+Status ZvolDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, bdev::WriteOptions opts) {
+  VS_RETURN_IF_ERROR(CheckUsable());
   const Mode m = GetMode();
   Status st = RetryWhileSpaceIsComing(m.log, [&] {
     if (!m.log) return volume_->Write(offset, buf, /*throttle=*/false);
@@ -93,14 +99,14 @@ Status ZvolDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, bdev::
 }
 
 Status ZvolDevice::DoFlush() {
-  VS_RETURN_IF_ERROR(pool_->impl()->CheckUsable());
+  VS_RETURN_IF_ERROR(CheckUsable());
   const Mode m = GetMode();
   if (m.disabled) return Status::Ok();
   return MakeDurable(m);
 }
 
 Status ZvolDevice::Zero(uint64_t offset, uint64_t length, bool fua) {
-  VS_RETURN_IF_ERROR(pool_->impl()->CheckUsable());
+  VS_RETURN_IF_ERROR(CheckUsable());
   const Mode m = GetMode();
   Status st = RetryWhileSpaceIsComing(m.log, [&] {
     if (!m.log) return volume_->Zero(offset, length, /*throttle=*/false);
@@ -125,7 +131,7 @@ Status ZvolDevice::DoWriteZeroes(uint64_t offset, uint64_t length, bdev::ZeroOpt
 
 Result<std::vector<bdev::AllocationExtent>> ZvolDevice::DoQueryAllocation(uint64_t offset,
                                                                           uint64_t length) {
-  VS_RETURN_IF_ERROR(pool_->impl()->CheckUsable());
+  VS_RETURN_IF_ERROR(CheckUsable());
   return volume_->QueryAllocation(offset, length);
 }
 

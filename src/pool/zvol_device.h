@@ -50,6 +50,8 @@ class ZvolDevice final : public bdev::BlockDevice {
     bool disabled = false;
   };
   Mode GetMode() const;
+  // The pool usable and the volume not destroyed.
+  Status CheckUsable() const;
   uint64_t OpenTxg() const;
   // Zeroes [offset, offset+length) (discard / write-zeroes), logged like a write.
   Status Zero(uint64_t offset, uint64_t length, bool fua);
