@@ -316,12 +316,11 @@ int ZfsSet(Context& ctx, const std::vector<std::string>& args) {
   }
   auto p = PoolOf(ctx, name, false);
   if (!p.ok()) return ReportFailure(p.status());
-  for (auto& [k, v] : kvs) {
-    Status st = (*p)->SetProperty(name, Canonical(k), v);
-    if (st.code() == EINVAL)
-      return ReportUsage("zfs set: cannot set property for '" + name + "': " + st.message());
-    if (!st.ok()) return ReportFailure(st.WithContext("cannot set property for '" + name + "'"));
-  }
+  for (auto& kv : kvs) kv.first = Canonical(kv.first);
+  Status st = (*p)->SetProperties(name, kvs);
+  if (st.code() == EINVAL)
+    return ReportUsage("zfs set: cannot set property for '" + name + "': " + st.message());
+  if (!st.ok()) return ReportFailure(st.WithContext("cannot set property for '" + name + "'"));
   return kExitOk;
 }
 

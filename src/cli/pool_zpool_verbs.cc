@@ -13,6 +13,7 @@
 #include "cli/device_usage.h"
 #include "cli/pool_common.h"
 #include "cli/verbs.h"
+#include "pool/vdev.h"
 
 namespace volstack::cli {
 
@@ -97,11 +98,23 @@ int ZpoolCreate(Context& ctx, bool force, const std::vector<std::string>& opts,
   if (cached->has_value()) {
     return ReportFailure(Status::Exists("cannot create '" + name + "': pool already exists"));
   }
+  auto imported = poolcli::ReadCache(ctx);
+  if (!imported.ok()) return ReportFailure(imported.status());
   std::vector<bdev::BlockDevicePtr> devs;
   std::vector<std::string> names;
   for (const auto& v : vdevs) {
     auto d = OpenDeviceByName(ctx, v, false);
     if (!d.ok()) return ReportFailure(d.status().WithContext("cannot create '" + name + "'"));
+    // -f overrides a label left by an exported, destroyed or lost pool, never one of a pool
+    // imported here (zpool refuses an active pool's vdev even with -f).
+    if (auto label = pool::Vdev::ReadLabelConfig(**d); label.ok()) {
+      for (const auto& c : *imported) {
+        if (c.guid == label->pool_guid) {
+          return ReportFailure(Status::Busy("cannot create '" + name + "': " + v +
+                                            " is part of imported pool '" + c.name + "'"));
+        }
+      }
+    }
     devs.push_back(*d);
     names.push_back(poolcli::NormalizeVdevName(v));
   }
