@@ -37,7 +37,11 @@ vs zfs set checksum=sha256 readonly=on trunk/thin
 [ "$(vs zfs get -H -o value readonly trunk/thin)" = on ] || fail "readonly"
 
 # Bad input: one line on stderr, a non-zero exit, nothing changed.
-snapshot() { vs zpool list -Hp -o name,size,alloc; vs zfs list -Hp -o name,used,volsize; }
+snapshot() {
+  vs zpool list -Hp -o name,size,alloc
+  vs zfs list -Hp -o name,used,volsize
+  vs zfs get -Hp -o name,property,value readonly,refreservation,sync,user:owner trunk/funk trunk/thin
+}
 snapshot >"$T/before"
 check_error() {
   local lines
@@ -61,6 +65,18 @@ expect_fail vs zfs set volsize=1M trunk/funk; check_error "shrink"
 expect_fail vs zfs set sync=sometimes trunk/funk; check_error "bad sync value"
 expect_fail vs zfs destroy trunk/nothing; check_error "destroy missing volume"
 expect_fail vs zpool import -d "$T" junk; check_error "import of a non-pool"
+# -f overrides a label of an exported or destroyed pool, never one of a pool imported here.
+expect_fail vs zpool create -f other "$T/a"; check_error "-f on a vdev of an imported pool"
+grep -q "imported pool 'trunk'" "$T/expect_fail.err" || fail "create -f message"
+# zfs set checks every property before it applies any.
+expect_fail vs zfs set readonly=on sync=bogus trunk/funk; check_error "one bad property of two"
+expect_fail vs zfs set user:a=1 volsize=1T trunk/funk; check_error "volsize out of space"
+expect_fail vs zfs set volsize=256M volsize=200M trunk/funk; check_error "property given twice"
+expect_fail vs zfs set refreservation=1T trunk/thin; check_error "refreservation over avail"
+expect_fail vs zfs set volsize=2G trunk/thin; check_error "grow a read-only volume"
+expect_fail vs zfs set 'Bad:x=1' trunk/funk; check_error "user property name"
+expect_fail vs zpool set comment="$(printf 'x%.0s' {1..40})" trunk; check_error "long comment"
+expect_fail vs zfs create -s -V 8E trunk/huge8e; check_error "volume over 8E"
 [ -z "$(od -An -tx1 -j16384 -N16 "$T/vdevs/c" | tr -d ' 0\n')" ] || fail "failed create wrote to a vdev"
 
 # Export, then find the pool by its labels and import it from a directory.
