@@ -24,6 +24,33 @@ std::string Canonical(const std::string& p) {
   return p;
 }
 
+// zfs's property names (canonical, as Canonical returns them) that volstack reports;
+// user properties (a:b) besides.
+bool KnownZfsProp(const std::string& p) {
+  static const char* kKnown[] = {
+      "name",       "type",        "creation",   "used",           "available",
+      "referenced", "compression", "readonly",   "volsize",        "volblocksize",
+      "checksum",   "sync",        "logbias",    "refreservation", "usedbyrefreservation",
+      "guid",       "createtxg",   "mountpoint", "logicalused"};
+  if (p.find(':') != std::string::npos) return true;
+  return std::find(std::begin(kKnown), std::end(kKnown), p) != std::end(kKnown);
+}
+
+// A -o or property list: lower-cased (zfs accepts the column headers too), every name
+// known, or a usage error naming the first that is not.
+Result<std::vector<std::string>> ZfsPropList(const std::string& list) {
+  std::vector<std::string> out = poolcli::SplitComma(list);
+  for (auto& p : out) {
+    if (p.find(':') == std::string::npos) {
+      std::transform(p.begin(), p.end(), p.begin(), ::tolower);
+    }
+    if (!KnownZfsProp(Canonical(p))) {
+      return Status::InvalidArgument("bad property list: invalid property '" + p + "'");
+    }
+  }
+  return out;
+}
+
 bool IsBytesProp(const std::string& p) {
   return p == "used" || p == "available" || p == "referenced" || p == "volsize" ||
          p == "volblocksize" || p == "refreservation" || p == "usedbyrefreservation" ||
@@ -91,9 +118,16 @@ int ZfsCreate(Context& ctx, const std::string& volsize, bool sparse, const std::
     if (!b.ok()) return ReportUsage("zfs create: bad volume block size '" + vbs + "'");
     vo.volblocksize = static_cast<uint32_t>(std::min<uint64_t>(*b, UINT32_MAX));
   }
+  std::vector<std::string> given = {"volsize"};
+  if (!vbs.empty()) given.push_back("volblocksize");
   for (const auto& s : opts) {
     auto kv = poolcli::SplitProp(s);
     if (!kv.ok()) return ReportUsage("zfs create: " + kv.status().message());
+    kv->first = Canonical(kv->first);
+    if (std::find(given.begin(), given.end(), kv->first) != given.end()) {
+      return ReportUsage("zfs create: property '" + kv->first + "' specified multiple times");
+    }
+    given.push_back(kv->first);
     if (kv->first == "volblocksize") {
       auto b = ParseSize(kv->second);
       if (!b.ok()) return ReportUsage("zfs create: bad volume block size '" + kv->second + "'");
@@ -131,9 +165,12 @@ struct ListArgs {
 };
 
 int ZfsList(Context& ctx, const ListArgs& a) {
-  std::vector<std::string> cols =
-      a.cols.empty() ? std::vector<std::string>{"name", "used", "avail", "refer", "mountpoint"}
-                     : poolcli::SplitComma(a.cols);
+  std::vector<std::string> cols = {"name", "used", "avail", "refer", "mountpoint"};
+  if (!a.cols.empty()) {
+    auto list = ZfsPropList(a.cols);
+    if (!list.ok()) return ReportUsage("zfs list: " + list.status().message());
+    cols = *list;
+  }
   std::vector<std::string> types = a.types.empty() || a.types == "all"
                                        ? std::vector<std::string>{"filesystem", "volume"}
                                        : poolcli::SplitComma(a.types);
@@ -257,13 +294,24 @@ int ZfsGet(Context& ctx, bool scripted, bool parsable, const std::string& fields
     std::transform(h.begin(), h.end(), h.begin(), ::toupper);
     headers.push_back(h);
   }
+  std::vector<std::string> asked;
+  if (props != "all") {
+    auto list = ZfsPropList(props);
+    if (!list.ok()) return ReportUsage("zfs get: " + list.status().message());
+    asked = *list;
+  }
   std::vector<std::string> targets = names;
+  int rc = kExitOk;
   if (targets.empty()) {
     auto pools = poolcli::ReadCache(ctx);
     if (!pools.ok()) return ReportFailure(pools.status());
     for (auto& c : *pools) {
+      // A pool that cannot be opened is reported (as zfs list does); the others printed.
       auto p = poolcli::OpenPool(ctx, c.name, true);
-      if (!p.ok()) continue;
+      if (!p.ok()) {
+        rc = ReportFailure(p.status());
+        continue;
+      }
       for (auto& d : (*p)->ListDatasets()) targets.push_back(d.name);
     }
   }
@@ -284,7 +332,7 @@ int ZfsGet(Context& ctx, bool scripted, bool parsable, const std::string& fields
         if (k.find(':') != std::string::npos) want.push_back(k);
       }
     } else {
-      want = poolcli::SplitComma(props);
+      want = asked;
     }
     for (const auto& prop : want) {
       std::vector<std::string> row;
@@ -302,7 +350,7 @@ int ZfsGet(Context& ctx, bool scripted, bool parsable, const std::string& fields
     }
   }
   t.Print(scripted);
-  return kExitOk;
+  return rc;
 }
 
 int ZfsSet(Context& ctx, const std::vector<std::string>& args) {

@@ -44,6 +44,32 @@ struct ListArgs {
   std::vector<std::string> pools;
 };
 
+// zpool's property names and column abbreviations; user properties (a:b) besides.
+bool KnownPoolProp(const std::string& prop) {
+  static const char* kKnown[] = {
+      "name",       "size",     "allocated",  "alloc",    "free",          "capacity",
+      "cap",        "health",   "guid",       "ashift",   "dedupratio",    "dedup",
+      "checkpoint", "ckpoint",  "expandsize", "expandsz", "fragmentation", "frag",
+      "altroot",    "readonly", "txg",        "comment"};
+  if (prop.find(':') != std::string::npos) return true;
+  return std::find(std::begin(kKnown), std::end(kKnown), prop) != std::end(kKnown);
+}
+
+// A -o or property list: lower-cased (zpool accepts the column headers too), every name
+// known, or a usage error naming the first that is not.
+Result<std::vector<std::string>> PoolPropList(const std::string& list) {
+  std::vector<std::string> out = poolcli::SplitComma(list);
+  for (auto& p : out) {
+    if (p.find(':') == std::string::npos) {
+      std::transform(p.begin(), p.end(), p.begin(), ::tolower);
+    }
+    if (!KnownPoolProp(p)) {
+      return Status::InvalidArgument("bad property list: invalid property '" + p + "'");
+    }
+  }
+  return out;
+}
+
 std::string PoolProp(const pool::PoolInfo& i, const std::string& prop, bool p) {
   const uint64_t cap = i.size ? (i.allocated * 100 + i.size / 2) / i.size : 0;
   if (prop == "name") return i.name;
@@ -128,11 +154,13 @@ int ZpoolCreate(Context& ctx, bool force, const std::vector<std::string>& opts,
 }
 
 int ZpoolList(Context& ctx, const ListArgs& a) {
-  std::vector<std::string> cols =
-      a.cols.empty()
-          ? std::vector<std::string>{"name", "size", "alloc", "free",   "ckpoint", "expandsz",
-                                     "frag", "cap",  "dedup", "health", "altroot"}
-          : poolcli::SplitComma(a.cols);
+  std::vector<std::string> cols = {"name", "size", "alloc", "free",   "ckpoint", "expandsz",
+                                   "frag", "cap",  "dedup", "health", "altroot"};
+  if (!a.cols.empty()) {
+    auto list = PoolPropList(a.cols);
+    if (!list.ok()) return ReportUsage("zpool list: " + list.status().message());
+    cols = *list;
+  }
   auto pools = poolcli::ReadCache(ctx);
   if (!pools.ok()) return ReportFailure(pools.status());
   std::vector<std::string> headers;
@@ -242,8 +270,29 @@ int ZpoolStatus(Context& ctx, const std::vector<std::string>& names) {
 // `zpool export -f` skips the busy check (zpool's -f: export even what is in use); destroy
 // always checks.
 int ZpoolExportOrDestroy(Context& ctx, const std::string& name, bool destroy, bool force) {
+  auto cached = poolcli::FindCached(ctx, name);
+  if (!cached.ok()) return ReportFailure(cached.status());
+  if (!cached->has_value()) {
+    return ReportFailure(Status::NotFound("cannot open '" + name + "': no such pool"));
+  }
   auto p = poolcli::OpenPool(ctx, name);
-  if (!p.ok()) return ReportFailure(p.status());
+  if (!p.ok()) {
+    // Its vdevs are gone or damaged: nothing can be written to them, but the pool can still
+    // be forgotten here (zpool exports a faulted pool too). Destroy asks for -f, as it
+    // cannot mark the labels destroyed.
+    if (destroy && !force) {
+      std::fprintf(stderr,
+                   "volstack: cannot destroy '%s': %s\n"
+                   "use 'zpool export %s' or 'zpool destroy -f %s' to forget it; its vdevs "
+                   "are left as they are\n",
+                   name.c_str(), p.status().message().c_str(), name.c_str(), name.c_str());
+      return kExitFailure;
+    }
+    std::fprintf(stderr, "volstack: %s: %s; forgotten, its vdevs left as they are\n", name.c_str(),
+                 p.status().message().c_str());
+    if (Status c = poolcli::RemoveFromCache(ctx, name); !c.ok()) return ReportFailure(c);
+    return kExitOk;
+  }
   std::vector<std::string> volumes;
   for (const auto& d : (*p)->ListDatasets()) {
     if (d.type == "volume") volumes.push_back(d.name);
@@ -397,7 +446,12 @@ int ZpoolImport(Context& ctx, std::vector<std::string> dirs, bool force,
 
 int ZpoolGet(Context& ctx, bool scripted, bool parsable, const std::string& fields,
              const std::string& props, std::vector<std::string> names) {
-  std::vector<std::string> want = props == "all" ? kPoolGetAll : poolcli::SplitComma(props);
+  std::vector<std::string> want = kPoolGetAll;
+  if (props != "all") {
+    auto list = PoolPropList(props);
+    if (!list.ok()) return ReportUsage("zpool get: " + list.status().message());
+    want = *list;
+  }
   std::vector<std::string> cols =
       fields.empty() ? std::vector<std::string>{"name", "property", "value", "source"}
                      : poolcli::SplitComma(fields);
@@ -412,10 +466,20 @@ int ZpoolGet(Context& ctx, bool scripted, bool parsable, const std::string& fiel
     std::transform(h.begin(), h.end(), h.begin(), ::toupper);
     headers.push_back(h);
   }
+  for (auto& c : cols) {
+    if (c != "name" && c != "property" && c != "value" && c != "source") {
+      return ReportUsage("zpool get: invalid field '" + c + "'");
+    }
+  }
   poolcli::Table t(headers, std::vector<bool>(cols.size(), false));
+  int rc = kExitOk;
   for (const auto& n : names) {
+    // A pool that cannot be opened is reported, and the others are still printed.
     auto p = poolcli::OpenPool(ctx, n, true);
-    if (!p.ok()) return ReportFailure(p.status());
+    if (!p.ok()) {
+      rc = ReportFailure(p.status());
+      continue;
+    }
     auto info = (*p)->Info();
     for (const auto& prop : want) {
       std::string source = "-";
@@ -432,16 +496,14 @@ int ZpoolGet(Context& ctx, bool scripted, bool parsable, const std::string& fiel
           row.push_back(prop);
         else if (c == "value")
           row.push_back(PoolProp(info, prop, parsable));
-        else if (c == "source")
-          row.push_back(source);
         else
-          return ReportUsage("zpool get: invalid field '" + c + "'");
+          row.push_back(source);
       }
       t.AddRow(row);
     }
   }
   t.Print(scripted);
-  return kExitOk;
+  return rc;
 }
 
 int ZpoolSet(Context& ctx, const std::string& assignment, const std::string& name) {

@@ -77,6 +77,14 @@ expect_fail vs zfs set volsize=2G trunk/thin; check_error "grow a read-only volu
 expect_fail vs zfs set 'Bad:x=1' trunk/funk; check_error "user property name"
 expect_fail vs zpool set comment="$(printf 'x%.0s' {1..40})" trunk; check_error "long comment"
 expect_fail vs zfs create -s -V 8E trunk/huge8e; check_error "volume over 8E"
+expect_fail vs zfs create -V 16M -o sync=always -o sync=disabled trunk/dup; check_error "-o twice"
+expect_fail vs zfs create -V 16M -o volsize=32M trunk/dup; check_error "-V and -o volsize"
+# Unknown property or column names are errors; zfs's upper-case column names are not.
+expect_fail vs zfs get foo trunk/funk; check_error "zfs get of an unknown property"
+expect_fail vs zfs list -o name,foo; check_error "zfs list of an unknown column"
+expect_fail vs zpool get size,bogus trunk; check_error "zpool get of an unknown property"
+expect_fail vs zpool list -o name,bogus; check_error "zpool list of an unknown column"
+[ "$(vs zfs list -H -o NAME,VOLSIZE trunk/funk)" = $'trunk/funk\t128M' ] || fail "upper-case columns"
 [ -z "$(od -An -tx1 -j16384 -N16 "$T/vdevs/c" | tr -d ' 0\n')" ] || fail "failed create wrote to a vdev"
 
 # Export, then find the pool by its labels and import it from a directory.
@@ -93,6 +101,15 @@ vs zfs list -H -o name | grep -qx trunk/thin || fail "volume lost over export/im
 
 vs zfs destroy trunk/thin
 vs zfs list -H -o name | grep -q trunk/thin && fail "destroyed volume listed"
+
+# A pool whose vdev went away: the others are still listed, and it can be forgotten.
+vs zpool create gone "$T/vdevs/c"
+mv "$T/vdevs/c" "$T/c.moved"
+expect_fail vs zpool get -H -o name,value size >/dev/null
+grep -q "^trunk" <(vs zpool get -H -o name,value size 2>/dev/null || true) || fail "other pools hidden"
+expect_fail vs zpool destroy gone
+vs zpool export gone
+vs zpool list -H -o name | grep -q gone && fail "forgotten pool still listed"
 vs zpool destroy trunk
 vs zpool list -H | grep -q trunk && fail "destroyed pool listed"
 # A destroyed pool's vdevs can be reused.
