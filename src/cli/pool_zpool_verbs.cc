@@ -403,6 +403,12 @@ int ZpoolImport(Context& ctx, std::vector<std::string> dirs, bool force,
     if (p.name == want || std::to_string(p.guid) == want) match.push_back(p);
   }
   if (match.empty()) {
+    for (const auto& c : *cached) {
+      if (c.name == want || std::to_string(c.guid) == want) {
+        return ReportFailure(Status::Exists("cannot import '" + want +
+                                            "': a pool with that name is already imported"));
+      }
+    }
     return ReportFailure(Status::NotFound("cannot import '" + want + "': no such pool available"));
   }
   if (match.size() > 1) {

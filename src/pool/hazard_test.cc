@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "bdev/fault_device.h"
+#include "bdev/file_device.h"
 #include "bdev/forwarding_device.h"
 #include "bdev/memory_device.h"
 #include "pool/pool_impl.h"
@@ -469,5 +470,43 @@ TEST(HazardTest, AnOversizedPoolPropertyIsRefused) {
   EXPECT_EQ(pool->Info().health, "ONLINE");
   EXPECT_TRUE(v->Flush().ok());
 }
+// A vdev file cut shorter after export (a truncate by mistake): import once aborted on the
+// space map's extents past the new end. It refuses the pool, and writes nothing.
+TEST(HazardTest, AVdevCutShorterIsRefusedAtImport) {
+  char path[] = "/tmp/volstack_hazard_XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  {
+    auto dev = bdev::FileDevice::Create(path, 128 * kMiB);
+    ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+    PoolCreateOptions co;
+    co.tuning.sync_thread = false;
+    auto pool = *Pool::Create("tank", {*dev}, co);
+    VolumeOptions vo;
+    vo.volsize = 96 * kMiB;
+    ASSERT_TRUE(pool->CreateVolume("tank/v", vo).ok());
+    auto v = *pool->OpenVolume("tank/v");
+    for (uint64_t off = 0; off < vo.volsize; off += kMiB) {
+      ASSERT_TRUE(v->Write(off, Pattern(kMiB, off)).ok());
+    }
+    v.reset();
+    ASSERT_TRUE(pool->Export().ok());
+  }
+  ASSERT_EQ(::truncate(path, 70 * kMiB), 0);
+  std::vector<uint8_t> before(70 * kMiB), after(70 * kMiB);
+  {
+    auto dev = *bdev::FileDevice::Open(path, {});
+    ASSERT_TRUE(dev->Read(0, before).ok());
+    PoolImportOptions io;
+    io.tuning.sync_thread = false;
+    auto p = Pool::Import({dev}, io);
+    EXPECT_FALSE(p.ok()) << "a pool that lost blocks imported";
+    ASSERT_TRUE(dev->Read(0, after).ok());
+  }
+  ::unlink(path);
+  EXPECT_TRUE(before == after) << "the refused import wrote to the vdev";
+}
+
 }  // namespace
 }  // namespace volstack::pool

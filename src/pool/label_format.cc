@@ -67,6 +67,7 @@ std::vector<uint8_t> EncodeLabelConfig(const LabelConfig& c, uint64_t device_off
   j["ashift"] = c.ashift;
   j["txg"] = c.txg;
   j["version"] = c.version;
+  if (c.vdev_size != 0) j["vdev_size"] = c.vdev_size;
   const std::string text = j.dump();
   std::vector<uint8_t> buf(kLabelConfigSize, 0);
   VS_CHECK_OP(text.size(), <=, kLabelConfigSize - 64);
@@ -103,6 +104,7 @@ Result<LabelConfig> DecodeLabelConfig(std::span<const uint8_t> region, uint64_t 
     c.ashift = j.at("ashift").get<uint32_t>();
     c.txg = j.at("txg").get<uint64_t>();
     c.version = j.at("version").get<uint64_t>();
+    if (j.contains("vdev_size")) c.vdev_size = j.at("vdev_size").get<uint64_t>();
   } catch (const std::exception& e) {
     return Status::Corruption(std::string("label: bad config: ") + e.what());
   }

@@ -83,6 +83,9 @@ struct LabelConfig {
   uint32_t ashift = 12;
   uint64_t txg = 0;  // txg when the label was written
   uint64_t version = kFormatVersion;
+  // The vdev's size in bytes when the label was written; 0 in labels older than the field.
+  // Import refuses a vdev smaller than this (a truncated file lost the end of the pool).
+  uint64_t vdev_size = 0;
   bool operator==(const LabelConfig&) const = default;
 };
 

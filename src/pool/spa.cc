@@ -310,6 +310,7 @@ Status PoolImpl::WriteLabels(PoolState state, uint64_t txg) {
       c.vdev_guids = vdev_guids;
       c.ashift = ashift;
       c.txg = txg;
+      c.vdev_size = v->size();
       VS_RETURN_IF_ERROR(v->WriteLabelConfigs(c, parity));
     }
     VS_RETURN_IF_ERROR(FlushAll());
@@ -656,8 +657,7 @@ Status Pool::SetProperties(const std::string& dataset,
     VS_RETURN_IF_ERROR(CheckVolsize(size, p.volblocksize));
     if (size < p.volsize) return Status::NotSupported("shrinking a volume is not supported");
     if (vol->Prop("readonly", "off") == "on" && size != p.volsize) {
-      return Status::FromErrno(EROFS,
-                               "cannot set property for '" + dataset + "': dataset is read-only");
+      return Status::FromErrno(EROFS, "'" + dataset + "' is read-only");
     }
     new_size = size;
   }
@@ -674,8 +674,7 @@ Status Pool::SetProperties(const std::string& dataset,
     const uint64_t unused_new = refres > used ? refres - used : 0;
     const uint64_t unused_old = old_refres > used ? old_refres - used : 0;
     if (unused_new > unused_old && unused_new - unused_old > PoolAvail(*impl_)) {
-      return Status::NoSpace("cannot set property for '" + dataset +
-                             "': size is greater than available space");
+      return Status::NoSpace("size is greater than available space");
     }
     vol->refreservation = refres;
     vol->SetProps(p.props);

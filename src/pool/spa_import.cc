@@ -213,6 +213,11 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
     if (!c.ok()) {
       return Status::InvalidArgument(d->name() + " is not a pool vdev: " + c.status().message());
     }
+    if (d->size() < c->vdev_size) {
+      return Status::Corruption(d->name() + " is smaller than when pool '" + c->name +
+                                "' was written (" + std::to_string(d->size()) + " < " +
+                                std::to_string(c->vdev_size) + " bytes): was it truncated?");
+    }
     configs.push_back(*c);
   }
   const LabelConfig* newest = &configs[0];
