@@ -470,6 +470,46 @@ TEST(HazardTest, AnOversizedPoolPropertyIsRefused) {
   EXPECT_EQ(pool->Info().health, "ONLINE");
   EXPECT_TRUE(v->Flush().ok());
 }
+// Destroying a volume whose tree holds a damaged indirect block once failed the commit,
+// and every commit after (the destroy stayed pending): the pool was suspended for good.
+// The unreadable subtree's space leaks instead.
+TEST(HazardTest, DestroyingAVolumeWithADamagedIndirectBlockKeepsThePool) {
+  auto mem = bdev::MemoryDevice::Create(128 * kMiB);
+  PoolCreateOptions co;
+  co.tuning.sync_thread = false;
+  auto pool = *Pool::Create("tank", {mem}, co);
+  VolumeOptions vo;
+  vo.volsize = 8 * kMiB;
+  vo.volblocksize = 4096;  // 2048 blocks: two levels
+  ASSERT_TRUE(pool->CreateVolume("tank/v", vo).ok());
+  {
+    auto v = *pool->OpenVolume("tank/v");
+    ASSERT_TRUE(v->Write(0, Pattern(2 * kMiB, 1)).ok());
+  }
+  ASSERT_TRUE(pool->Sync().ok());
+  std::shared_ptr<Volume> vol;
+  {
+    std::lock_guard l(pool->impl()->mu);
+    vol = pool->impl()->volumes.at("tank/v");
+  }
+  BlockPtr l1;
+  ASSERT_TRUE(vol->Walk([&](const BlockPtr& bp) {
+                   if (bp.level == 1 && l1.IsHole()) l1 = bp;
+                   return Status::Ok();
+                 })
+                  .ok());
+  ASSERT_FALSE(l1.IsHole());
+  vol->EvictClean();
+  vol.reset();
+  ASSERT_TRUE(mem->Write(l1.dva[0].offset, std::vector<uint8_t>(4096, 0xEE)).ok());
+  ASSERT_TRUE(pool->DestroyVolume("tank/v").ok());
+  EXPECT_EQ(pool->Info().health, "ONLINE");
+  EXPECT_TRUE(pool->Sync().ok());
+  VolumeOptions again;
+  again.volsize = 4 * kMiB;
+  EXPECT_TRUE(pool->CreateVolume("tank/w", again).ok());
+}
+
 // A vdev file cut shorter after export (a truncate by mistake): import once aborted on the
 // space map's extents past the new end. It refuses the pool, and writes nothing.
 TEST(HazardTest, AVdevCutShorterIsRefusedAtImport) {

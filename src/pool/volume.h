@@ -152,7 +152,10 @@ class Volume {
   Result<BlockPtr> LookupL0Locked(uint64_t blkid, uint64_t* hole_span);
   Result<std::shared_ptr<Indirect>> LoadIndirect(const BlockPtr& bp);
   Result<std::shared_ptr<Indirect>> GetForWriteLocked(uint32_t level, uint64_t index);
-  Status WalkBp(const BlockPtr& bp, const std::function<Status(const BlockPtr&)>& fn);
+  // With `unreadable`, an indirect block that does not read back is counted there and its
+  // subtree skipped; without, the walk fails.
+  Status WalkBp(const BlockPtr& bp, const std::function<Status(const BlockPtr&)>& fn,
+                uint64_t* unreadable = nullptr);
   void InsertCacheLocked(uint64_t key, std::shared_ptr<Indirect> ind);
 
   PoolImpl* const pool_;
