@@ -217,6 +217,18 @@ std::vector<std::string> SplitComma(const std::string& s) {
   return out;
 }
 
+Result<std::vector<std::string>> PropList(const std::string& list,
+                                          const std::function<bool(const std::string&)>& known) {
+  std::vector<std::string> out = SplitComma(list);
+  for (auto& p : out) {
+    if (p.find(':') != std::string::npos) continue;
+    std::transform(p.begin(), p.end(), p.begin(), ::tolower);
+    if (!known(p))
+      return Status::InvalidArgument("bad property list: invalid property '" + p + "'");
+  }
+  return out;
+}
+
 Result<std::pair<std::string, std::string>> SplitProp(const std::string& s) {
   const size_t eq = s.find('=');
   if (eq == std::string::npos || eq == 0) {

@@ -10,6 +10,7 @@
 // `export`/`destroy` remove it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,11 @@ std::string Bytes(uint64_t v, bool parsable);
 
 // Splits "a,b,c".
 std::vector<std::string> SplitComma(const std::string& s);
+// A -o or property list as zfs/zpool take it: names lower-cased (the column headers are
+// accepted too) except user properties (a:b, which are always known); any other name that
+// `known` refuses is a usage error naming it.
+Result<std::vector<std::string>> PropList(const std::string& list,
+                                          const std::function<bool(const std::string&)>& known);
 
 // "prop=value" -> (prop, value); EINVAL when there is no '='.
 Result<std::pair<std::string, std::string>> SplitProp(const std::string& s);

@@ -24,31 +24,14 @@ std::string Canonical(const std::string& p) {
   return p;
 }
 
-// zfs's property names (canonical, as Canonical returns them) that volstack reports;
-// user properties (a:b) besides.
+// zfs's property names (canonical, as Canonical returns them) that volstack reports.
 bool KnownZfsProp(const std::string& p) {
   static const char* kKnown[] = {
       "name",       "type",        "creation",   "used",           "available",
       "referenced", "compression", "readonly",   "volsize",        "volblocksize",
       "checksum",   "sync",        "logbias",    "refreservation", "usedbyrefreservation",
       "guid",       "createtxg",   "mountpoint", "logicalused"};
-  if (p.find(':') != std::string::npos) return true;
   return std::find(std::begin(kKnown), std::end(kKnown), p) != std::end(kKnown);
-}
-
-// A -o or property list: lower-cased (zfs accepts the column headers too), every name
-// known, or a usage error naming the first that is not.
-Result<std::vector<std::string>> ZfsPropList(const std::string& list) {
-  std::vector<std::string> out = poolcli::SplitComma(list);
-  for (auto& p : out) {
-    if (p.find(':') == std::string::npos) {
-      std::transform(p.begin(), p.end(), p.begin(), ::tolower);
-    }
-    if (!KnownZfsProp(Canonical(p))) {
-      return Status::InvalidArgument("bad property list: invalid property '" + p + "'");
-    }
-  }
-  return out;
 }
 
 bool IsBytesProp(const std::string& p) {
@@ -167,7 +150,8 @@ struct ListArgs {
 int ZfsList(Context& ctx, const ListArgs& a) {
   std::vector<std::string> cols = {"name", "used", "avail", "refer", "mountpoint"};
   if (!a.cols.empty()) {
-    auto list = ZfsPropList(a.cols);
+    auto list =
+        poolcli::PropList(a.cols, [](const std::string& p) { return KnownZfsProp(Canonical(p)); });
     if (!list.ok()) return ReportUsage("zfs list: " + list.status().message());
     cols = *list;
   }
@@ -296,7 +280,8 @@ int ZfsGet(Context& ctx, bool scripted, bool parsable, const std::string& fields
   }
   std::vector<std::string> asked;
   if (props != "all") {
-    auto list = ZfsPropList(props);
+    auto list =
+        poolcli::PropList(props, [](const std::string& p) { return KnownZfsProp(Canonical(p)); });
     if (!list.ok()) return ReportUsage("zfs get: " + list.status().message());
     asked = *list;
   }

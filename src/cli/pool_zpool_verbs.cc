@@ -44,30 +44,14 @@ struct ListArgs {
   std::vector<std::string> pools;
 };
 
-// zpool's property names and column abbreviations; user properties (a:b) besides.
+// zpool's property names and column abbreviations.
 bool KnownPoolProp(const std::string& prop) {
   static const char* kKnown[] = {
       "name",       "size",     "allocated",  "alloc",    "free",          "capacity",
       "cap",        "health",   "guid",       "ashift",   "dedupratio",    "dedup",
       "checkpoint", "ckpoint",  "expandsize", "expandsz", "fragmentation", "frag",
       "altroot",    "readonly", "txg",        "comment"};
-  if (prop.find(':') != std::string::npos) return true;
   return std::find(std::begin(kKnown), std::end(kKnown), prop) != std::end(kKnown);
-}
-
-// A -o or property list: lower-cased (zpool accepts the column headers too), every name
-// known, or a usage error naming the first that is not.
-Result<std::vector<std::string>> PoolPropList(const std::string& list) {
-  std::vector<std::string> out = poolcli::SplitComma(list);
-  for (auto& p : out) {
-    if (p.find(':') == std::string::npos) {
-      std::transform(p.begin(), p.end(), p.begin(), ::tolower);
-    }
-    if (!KnownPoolProp(p)) {
-      return Status::InvalidArgument("bad property list: invalid property '" + p + "'");
-    }
-  }
-  return out;
 }
 
 std::string PoolProp(const pool::PoolInfo& i, const std::string& prop, bool p) {
@@ -157,7 +141,7 @@ int ZpoolList(Context& ctx, const ListArgs& a) {
   std::vector<std::string> cols = {"name", "size", "alloc", "free",   "ckpoint", "expandsz",
                                    "frag", "cap",  "dedup", "health", "altroot"};
   if (!a.cols.empty()) {
-    auto list = PoolPropList(a.cols);
+    auto list = poolcli::PropList(a.cols, KnownPoolProp);
     if (!list.ok()) return ReportUsage("zpool list: " + list.status().message());
     cols = *list;
   }
@@ -454,7 +438,7 @@ int ZpoolGet(Context& ctx, bool scripted, bool parsable, const std::string& fiel
              const std::string& props, std::vector<std::string> names) {
   std::vector<std::string> want = kPoolGetAll;
   if (props != "all") {
-    auto list = PoolPropList(props);
+    auto list = poolcli::PropList(props, KnownPoolProp);
     if (!list.ok()) return ReportUsage("zpool get: " + list.status().message());
     want = *list;
   }

@@ -55,15 +55,21 @@ std::shared_ptr<Pool> ImportFrom(std::shared_ptr<bdev::FaultDevice>& fault) {
   return p.ok() ? *p : nullptr;
 }
 
+std::shared_ptr<Pool> CreateTank(bdev::BlockDevicePtr dev) {
+  PoolCreateOptions co;
+  co.tuning.sync_thread = false;
+  auto p = Pool::Create("tank", {std::move(dev)}, co);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  return p.ok() ? *p : nullptr;
+}
+
 // A grow (zfs set volsize) between the commit's SyncTree of a volume and its MOS record:
 // the MOS once recorded the grown tree's levels with its root not yet written (a hole), and
 // an import lost the volume's data. The MOS records the tree SyncTree wrote.
 TEST(HazardTest, AGrowDuringACommitKeepsTheVolumeTree) {
   auto fault = bdev::FaultDevice::CreateInMemory(128 * kMiB, 512, 1);
   auto hook = std::make_shared<HookDevice>(fault);
-  PoolCreateOptions co;
-  co.tuning.sync_thread = false;
-  auto pool = *Pool::Create("tank", {hook}, co);
+  auto pool = CreateTank(hook);
   VolumeOptions vo;
   vo.volsize = 512 * 1024;  // 128 blocks of 4K: one level
   vo.volblocksize = 4096;
@@ -106,9 +112,7 @@ TEST(HazardTest, AGrowDuringACommitKeepsTheVolumeTree) {
 TEST(HazardTest, AFlushNeverUsesALogChainBeforeItIsDurable) {
   auto fault = bdev::FaultDevice::CreateInMemory(128 * kMiB, 512, 2);
   auto hook = std::make_shared<HookDevice>(fault);
-  PoolCreateOptions co;
-  co.tuning.sync_thread = false;
-  auto pool = *Pool::Create("tank", {hook}, co);
+  auto pool = CreateTank(hook);
   VolumeOptions vo;
   vo.volsize = 8 * kMiB;
   vo.volblocksize = 4096;
@@ -158,9 +162,7 @@ TEST(HazardTest, AFlushNeverUsesALogChainBeforeItIsDurable) {
 // tree lookup, so a block moving from the syncing map into the tree in between was skipped
 // and kept its data.
 TEST(HazardTest, ADiscardRacingACommitLeavesNoDataBehind) {
-  PoolCreateOptions co;
-  co.tuning.sync_thread = false;
-  auto pool = *Pool::Create("tank", {bdev::MemoryDevice::Create(128 * kMiB)}, co);
+  auto pool = CreateTank(bdev::MemoryDevice::Create(128 * kMiB));
   VolumeOptions vo;
   vo.volsize = 8 * kMiB;  // 2048 blocks: two levels
   vo.volblocksize = 4096;
@@ -273,9 +275,7 @@ MosPhys CurrentMos(PoolImpl& impl) {
 // right) read other blocks' bytes and aborted on write. Import refuses it.
 TEST(HazardTest, ATreeOfTheWrongShapeIsRefusedAtImport) {
   auto mem = bdev::MemoryDevice::Create(128 * kMiB);
-  PoolCreateOptions co;
-  co.tuning.sync_thread = false;
-  auto pool = *Pool::Create("tank", {mem}, co);
+  auto pool = CreateTank(mem);
   VolumeOptions vo;
   vo.volsize = 512 * 1024;
   vo.volblocksize = 4096;
@@ -314,9 +314,7 @@ TEST(HazardTest, ATreeOfTheWrongShapeIsRefusedAtImport) {
 // the log replay. Import refuses them.
 TEST(HazardTest, ADatasetListedTwiceIsRefusedAtImport) {
   auto mem = bdev::MemoryDevice::Create(128 * kMiB);
-  PoolCreateOptions co;
-  co.tuning.sync_thread = false;
-  auto pool = *Pool::Create("tank", {mem}, co);
+  auto pool = CreateTank(mem);
   VolumeOptions vo;
   vo.volsize = 1 * kMiB;
   ASSERT_TRUE(pool->CreateVolume("tank/v", vo).ok());
@@ -347,9 +345,7 @@ TEST(HazardTest, ADatasetListedTwiceIsRefusedAtImport) {
 // after a power cut the log did not replay onto the old size and the pool did not import.
 TEST(HazardTest, ADeviceGrowsOnlyOnceItsNewSizeIsDurable) {
   auto fault = bdev::FaultDevice::CreateInMemory(128 * kMiB, 512, 3);
-  PoolCreateOptions co;
-  co.tuning.sync_thread = false;
-  auto pool = *Pool::Create("tank", {fault}, co);
+  auto pool = CreateTank(fault);
   VolumeOptions vo;
   vo.volsize = 4 * kMiB;
   vo.volblocksize = 4096;
@@ -380,22 +376,17 @@ TEST(HazardTest, ADeviceGrowsOnlyOnceItsNewSizeIsDurable) {
   ASSERT_TRUE(fault->CutPower(bdev::CrashMode::kDropAll).ok());
   vol.reset();
   pool.reset();
-  fault = *fault->Reopen();
-  PoolImportOptions io;
-  io.tuning.sync_thread = false;
-  auto p = Pool::Import({fault}, io);
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto p = ImportFrom(fault);
+  ASSERT_TRUE(p);
   std::vector<uint8_t> back(4096);
-  ASSERT_TRUE((*(*p)->OpenVolume("tank/v"))->Read(6 * kMiB, back).ok());
+  ASSERT_TRUE((*p->OpenVolume("tank/v"))->Read(6 * kMiB, back).ok());
   EXPECT_TRUE(back == Pattern(4096, 3)) << "a flushed write past the old end was lost";
 }
 
 // A device opened across the destroy of its volume once asked that volume's (gone) log for
 // a chain, and every idle sync after committed a txg.
 TEST(HazardTest, ADeviceOfADestroyedVolumeLeavesIdleSyncsIdle) {
-  PoolCreateOptions co;
-  co.tuning.sync_thread = false;
-  auto pool = *Pool::Create("tank", {bdev::MemoryDevice::Create(128 * kMiB)}, co);
+  auto pool = CreateTank(bdev::MemoryDevice::Create(128 * kMiB));
   VolumeOptions vo;
   vo.volsize = 4 * kMiB;
   ASSERT_TRUE(pool->CreateVolume("tank/v", vo).ok());
@@ -415,9 +406,7 @@ TEST(HazardTest, ADeviceOfADestroyedVolumeLeavesIdleSyncsIdle) {
 
 // A refreservation larger than the pool left no volume able to write.
 TEST(HazardTest, ARefreservationMustFitTheSpaceAvailable) {
-  PoolCreateOptions co;
-  co.tuning.sync_thread = false;
-  auto pool = *Pool::Create("tank", {bdev::MemoryDevice::Create(128 * kMiB)}, co);
+  auto pool = CreateTank(bdev::MemoryDevice::Create(128 * kMiB));
   VolumeOptions vo;
   vo.volsize = 4 * kMiB;
   vo.sparse = true;
@@ -433,9 +422,7 @@ TEST(HazardTest, ARefreservationMustFitTheSpaceAvailable) {
 // A sparse volume of 2^62 bytes: a hole span of 2^56 blocks times the block size overflowed
 // in Zero (and QueryAllocation), and a 1 MiB discard never returned.
 TEST(HazardTest, ADiscardOnAHugeSparseVolumeReturns) {
-  PoolCreateOptions co;
-  co.tuning.sync_thread = false;
-  auto pool = *Pool::Create("tank", {bdev::MemoryDevice::Create(128 * kMiB)}, co);
+  auto pool = CreateTank(bdev::MemoryDevice::Create(128 * kMiB));
   VolumeOptions vo;
   vo.volsize = uint64_t{1} << 62;
   vo.volblocksize = 4096;
@@ -458,9 +445,7 @@ TEST(HazardTest, ADiscardOnAHugeSparseVolumeReturns) {
 // A comment larger than a MOS block made the commit fail and suspended the pool, with
 // every volume's dirty data. Comments are limited as zpool limits them.
 TEST(HazardTest, AnOversizedPoolPropertyIsRefused) {
-  PoolCreateOptions co;
-  co.tuning.sync_thread = false;
-  auto pool = *Pool::Create("tank", {bdev::MemoryDevice::Create(128 * kMiB)}, co);
+  auto pool = CreateTank(bdev::MemoryDevice::Create(128 * kMiB));
   VolumeOptions vo;
   vo.volsize = 4 * kMiB;
   ASSERT_TRUE(pool->CreateVolume("tank/v", vo).ok());
@@ -475,9 +460,7 @@ TEST(HazardTest, AnOversizedPoolPropertyIsRefused) {
 // The unreadable subtree's space leaks instead.
 TEST(HazardTest, DestroyingAVolumeWithADamagedIndirectBlockKeepsThePool) {
   auto mem = bdev::MemoryDevice::Create(128 * kMiB);
-  PoolCreateOptions co;
-  co.tuning.sync_thread = false;
-  auto pool = *Pool::Create("tank", {mem}, co);
+  auto pool = CreateTank(mem);
   VolumeOptions vo;
   vo.volsize = 8 * kMiB;
   vo.volblocksize = 4096;  // 2048 blocks: two levels
