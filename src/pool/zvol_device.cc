@@ -10,7 +10,9 @@ namespace volstack::pool {
 namespace {
 bdev::Geometry MakeGeometry(const Volume& v, bool read_only, uint32_t lbs) {
   bdev::Geometry g;
-  g.size_bytes = v.volsize();
+  // The size on disk: a grow not yet committed reaches devices with its commit
+  // (Volume::NotifyResize).
+  g.size_bytes = v.synced_phys().volsize;
   g.logical_block_size = lbs;
   g.physical_block_size = v.volblocksize();
   g.optimal_io_size = v.volblocksize();
