@@ -260,10 +260,12 @@ int ZpoolExportOrDestroy(Context& ctx, const std::string& name, bool destroy, bo
     return ReportFailure(Status::NotFound("cannot open '" + name + "': no such pool"));
   }
   auto p = poolcli::OpenPool(ctx, name);
-  if (!p.ok()) {
-    // Its vdevs are gone or damaged: nothing can be written to them, but the pool can still
-    // be forgotten here (zpool exports a faulted pool too). Destroy asks for -f, as it
-    // cannot mark the labels destroyed.
+  // Its vdevs are gone or damaged (not merely busy: another process may be serving it):
+  // nothing can be written to them, but the pool can still be forgotten here (zpool
+  // exports a faulted pool too). Destroy asks for -f, as it cannot mark the labels
+  // destroyed.
+  const int code = p.ok() ? 0 : p.status().code();
+  if (code == ENOENT || code == EIO || code == EUCLEAN || code == EINVAL) {
     if (destroy && !force) {
       std::fprintf(stderr,
                    "volstack: cannot destroy '%s': %s\n"
@@ -277,6 +279,7 @@ int ZpoolExportOrDestroy(Context& ctx, const std::string& name, bool destroy, bo
     if (Status c = poolcli::RemoveFromCache(ctx, name); !c.ok()) return ReportFailure(c);
     return kExitOk;
   }
+  if (!p.ok()) return ReportFailure(p.status());
   std::vector<std::string> volumes;
   for (const auto& d : (*p)->ListDatasets()) {
     if (d.type == "volume") volumes.push_back(d.name);

@@ -31,18 +31,20 @@ uint64_t RandomGuid() {
 // The directory entries must describe volumes the pool could have made: the checksums only
 // say the bytes are the ones written, and a tree read with the wrong shape would return
 // other blocks' data.
-Status CheckDatasets(const MosPhys& mos) {
+Status CheckDatasets(const MosPhys& mos, const std::string& pool) {
   std::set<std::string> names;
   std::set<uint64_t> ids;
   for (const auto& d : mos.datasets) {
     auto bad = [&](const std::string& why) {
       return Status::Corruption("MOS: dataset '" + d.name + "': " + why);
     };
-    if (!ValidateDatasetName(d.name).ok()) return bad("invalid name");
+    if (!ValidateDatasetName(d.name).ok() || d.name.substr(0, d.name.find('/')) != pool) {
+      return bad("invalid name");
+    }
     if (!names.insert(d.name).second || !ids.insert(d.id).second) return bad("listed twice");
     const uint32_t vbs = d.volblocksize;
     if (vbs < 4096 || vbs > 131072 || (vbs & (vbs - 1)) != 0) return bad("bad volblocksize");
-    if (d.volsize == 0 || d.volsize % vbs != 0 || d.volsize > (uint64_t{1} << 63)) {
+    if (d.volsize == 0 || d.volsize % vbs != 0 || d.volsize >= (uint64_t{1} << 63)) {
       return bad("bad volsize");
     }
     if (d.levels != LevelsFor(d.volsize / vbs)) return bad("tree levels do not match volsize");
@@ -174,7 +176,7 @@ Status PoolImpl::LoadFrom(const Uberblock& ub) {
       return Status::Corruption("metadata block overlaps allocated space: " + bp.ToString());
     }
   }
-  VS_RETURN_IF_ERROR(CheckDatasets(mos));
+  VS_RETURN_IF_ERROR(CheckDatasets(mos, name));
   for (const auto& d : mos.datasets) VS_RETURN_IF_ERROR(zil->Claim(d, free));
   for (auto& f : free) total_free += f.total();
   free_bytes = total_free;
