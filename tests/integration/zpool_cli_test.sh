@@ -110,6 +110,12 @@ grep -q "^trunk" <(vs zpool get -H -o name,value size 2>/dev/null || true) || fa
 expect_fail vs zpool destroy gone
 vs zpool export gone
 vs zpool list -H -o name | grep -q gone && fail "forgotten pool still listed"
+# A pool busy in another process (here: this shell locks a vdev) is not forgotten.
+exec 9<"$T/moved/a"
+flock -n 9
+expect_fail vs zpool export trunk
+exec 9<&-
+vs zpool list -H -o name | grep -qx trunk || fail "a busy pool was forgotten"
 vs zpool destroy trunk
 vs zpool list -H | grep -q trunk && fail "destroyed pool listed"
 # A destroyed pool's vdevs can be reused.
