@@ -27,14 +27,19 @@ namespace {
 using testing::kMiB;
 using testing::Pattern;
 
-// Forwards to a FaultDevice; runs a one-shot hook before the first WriteV / Flush once
-// armed.
+// Forwards to a FaultDevice; runs a one-shot hook before the first Write / WriteV / Flush
+// once armed.
 class HookDevice final : public bdev::ForwardingDevice {
  public:
   explicit HookDevice(bdev::BlockDevicePtr t) : ForwardingDevice(std::move(t)) {}
+  std::function<void(uint64_t offset, uint64_t length)> on_write;
   std::function<void()> on_writev, on_flush;
 
  protected:
+  Status DoWrite(uint64_t offset, std::span<const uint8_t> buf, bdev::WriteOptions opts) override {
+    if (auto f = std::exchange(on_write, nullptr)) f(offset, buf.size());
+    return ForwardingDevice::DoWrite(offset, buf, opts);
+  }
   Status DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
                   bdev::WriteOptions opts) override {
     if (auto f = std::exchange(on_writev, nullptr)) f();
@@ -156,6 +161,55 @@ TEST(HazardTest, AFlushNeverUsesALogChainBeforeItIsDurable) {
   if (flushed2.ok()) {
     EXPECT_TRUE(back == w2) << "a write whose Flush() returned OK was lost";
   }
+}
+
+// A log block's write can take long (a host under write-back pressure throttles it). The
+// txg that holds the block's records once freed the block while that write was still in
+// flight, and two txgs later its space could hold another block's data, which the late log
+// write then overwrote. A block is freed only once its write has returned.
+TEST(HazardTest, ALogBlockIsNotFreedWhileItsWriteIsInFlight) {
+  auto fault = bdev::FaultDevice::CreateInMemory(128 * kMiB, 512, 3);
+  auto hook = std::make_shared<HookDevice>(fault);
+  auto pool = CreateTank(hook);
+  VolumeOptions vo;
+  vo.volsize = 8 * kMiB;
+  vo.volblocksize = 4096;
+  ASSERT_TRUE(pool->CreateVolume("tank/v", vo).ok());
+  vo.props["logbias"] = "throughput";
+  ASSERT_TRUE(pool->CreateVolume("tank/other", vo).ok());
+  auto vol = *pool->OpenVolume("tank/v");
+  auto other = *pool->OpenVolume("tank/other");
+  PoolImpl& impl = *pool->impl();
+  ASSERT_TRUE(vol->Write(0, Pattern(4096, 1)).ok());
+  ASSERT_TRUE(vol->Flush().ok());  // commits the txg that creates the log chain
+  const auto logged = Pattern(4096, 2);
+  ASSERT_TRUE(vol->Write(4096, logged).ok());
+  std::promise<std::pair<uint64_t, uint64_t>> entered;
+  std::promise<void> release;
+  hook->on_write = [&](uint64_t offset, uint64_t length) {
+    entered.set_value({offset, length});
+    release.get_future().wait();
+  };
+  auto flushed = std::async(std::launch::async, [&] { return vol->Flush(); });
+  const auto [log_offset, log_length] = entered.get_future().get();
+  // Three commits: the first holds the log record's txg, the third releases that txg's
+  // frees to the allocator.
+  for (int i = 0; i < 3; i++) {
+    ASSERT_TRUE(other->Write(uint64_t(i) * 65536, Pattern(65536, 10 + i)).ok());
+    ASSERT_TRUE(impl.Sync().ok());
+  }
+  {
+    std::lock_guard l(impl.sync_mu);
+    EXPECT_FALSE(impl.free[0].Overlaps(log_offset, log_length))
+        << "the log block being written is free space";
+  }
+  release.set_value();
+  ASSERT_TRUE(flushed.get().ok());
+  for (int i = 0; i < 3; i++) ASSERT_TRUE(impl.Sync().ok());
+  testing::ExpectConsistent(*pool);
+  std::vector<uint8_t> back(4096);
+  ASSERT_TRUE(vol->Read(4096, back).ok());
+  EXPECT_TRUE(back == logged);
 }
 
 // A discard skips the tree's holes; it once clamped a hole to the dirty maps after the

@@ -31,7 +31,8 @@
 //      of the uberblocks import may fall back to. And the open txg cannot reuse a log block:
 //      the allocator only hands out `free`, which no longer holds the reserve or the blocks.
 //   3. A block is freed only by the txg that makes it obsolete (all its records <= that
-//      txg, and the header moves past it), into that txg's deferred frees: it is reused
+//      txg, and the header moves past it) and once its write has returned (a late write
+//      must not land on reused space), into that txg's deferred frees: it is reused
 //      only once txg + kTxgDefer is durable, so the chains of every uberblock import may
 //      pick stay intact. Never before: until the header moving past it is durable, import
 //      reads the chain through it, and a reused (overwritten) block would end the chain
@@ -217,6 +218,12 @@ Status Zil::Commit() {
       continue;
     }
     Status st = WriteBlocks(batch, plan);
+    {
+      std::lock_guard l(mu_);
+      for (auto& b : lwbs_) {
+        if (b.seq >= plan.front().seq && b.seq <= plan.back().seq) b.writing = false;
+      }
+    }
     if (st.ok()) {
       log_commits_++;
       return Status::Ok();
@@ -289,7 +296,7 @@ bool Zil::PlanLocked(const std::vector<Itx>& batch, std::vector<Planned>* plan) 
     blocks[i].guid = chain_guid_;
   }
   lwbs_.pop_back();
-  for (const auto& b : blocks) lwbs_.push_back({b.dva, b.seq, b.max_txg, true});
+  for (const auto& b : blocks) lwbs_.push_back({b.dva, b.seq, b.max_txg, true, true});
   lwbs_.push_back({dvas.back(), blocks.back().seq + 1, 0, false});
   *plan = std::move(blocks);
   return true;

@@ -90,6 +90,9 @@ class Zil {
     uint64_t seq = 0;
     uint64_t max_txg = 0;  // newest txg of its records
     bool issued = false;
+    // Its write may still be in flight: it is not freed until that write returns, or the
+    // late write could land on space reused by then (invariant 3).
+    bool writing = false;
   };
   // One block of a commit: which itx chunks go in it.
   struct Chunk {

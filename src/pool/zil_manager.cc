@@ -189,7 +189,8 @@ ZilHeaderPhys ZilManager::SyncOne(SyncContext& ctx, Zil& z, bool closing) {
   z.want_chain_ = false;
   if (z.chain_guid_ == 0) return {};
   // Free the blocks whose records this txg holds (invariant 3).
-  while (z.lwbs_.size() > 1 && z.lwbs_.front().issued && z.lwbs_.front().max_txg <= ctx.txg) {
+  while (z.lwbs_.size() > 1 && z.lwbs_.front().issued && !z.lwbs_.front().writing &&
+         z.lwbs_.front().max_txg <= ctx.txg) {
     FreeToTxg(ctx, z.lwbs_.front().dva);
     z.lwbs_.pop_front();
   }
@@ -235,6 +236,7 @@ void ZilManager::SyncBegin(SyncContext& ctx, const std::vector<std::shared_ptr<V
   for (size_t i = 0; i < vols.size(); i++) {
     datasets[i].zil = zils[i] ? SyncOne(ctx, *zils[i], closing) : ZilHeaderPhys{};
   }
+  // A destroyed volume has no device open, so no log write of its can be in flight.
   for (auto& z : dead) {
     std::lock_guard l(z->mu_);
     for (const auto& b : z->lwbs_) FreeToTxg(ctx, b.dva);
