@@ -66,11 +66,12 @@ std::string OneLine(const CLI::App& app, const std::string& what) {
     if (c == '\n') c = ' ';
   }
   while (!line.empty() && line.back() == ' ') line.pop_back();
+  // The verb's path below the program, whose name ReportUsage puts first.
   std::string path;
-  for (const CLI::App* a = &app; a != nullptr; a = a->get_parent()) {
+  for (const CLI::App* a = &app; a->get_parent() != nullptr; a = a->get_parent()) {
     path = a->get_name() + (path.empty() ? "" : " " + path);
   }
-  return path + ": " + line;
+  return path.empty() ? line : path + ": " + line;
 }
 
 const CLI::App* DeepestParsed(const CLI::App& app) {

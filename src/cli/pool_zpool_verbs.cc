@@ -157,6 +157,7 @@ int ZpoolList(Context& ctx, const ListArgs& a) {
   }
   poolcli::Table t(headers, right);
   int rc = kExitOk;
+  size_t rows = 0;
   std::vector<std::string> wanted = a.pools;
   for (const auto& w : wanted) {
     if (std::none_of(pools->begin(), pools->end(),
@@ -182,12 +183,13 @@ int ZpoolList(Context& ctx, const ListArgs& a) {
       for (auto& col : cols) row.push_back(PoolProp(info, col, a.parsable));
     }
     t.AddRow(row);
+    rows++;
   }
   if (pools->empty() && wanted.empty()) {
     std::printf("no pools available\n");
     return kExitOk;
   }
-  t.Print(a.scripted);
+  if (rows > 0) t.Print(a.scripted);
   return rc;
 }
 

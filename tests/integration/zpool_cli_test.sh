@@ -85,6 +85,11 @@ expect_fail vs zfs list -o name,foo; check_error "zfs list of an unknown column"
 expect_fail vs zpool get size,bogus trunk; check_error "zpool get of an unknown property"
 expect_fail vs zpool list -o name,bogus; check_error "zpool list of an unknown column"
 [ "$(vs zfs list -H -o NAME,VOLSIZE trunk/funk)" = $'trunk/funk\t128M' ] || fail "upper-case columns"
+# A missing pool or argument: one line naming the verb once, and no table header.
+[ -z "$(vs zpool list nosuch 2>"$T/expect_fail.err")" ] || fail "zpool list of a missing pool printed a table"
+grep -qx "volstack: cannot open 'nosuch': no such pool.*" "$T/expect_fail.err" || fail "zpool list of a missing pool"
+expect_fail vs zpool create; check_error "zpool create without a pool"
+grep -qx "volstack: zpool create: .*" "$T/expect_fail.err" || fail "usage error names the verb once"
 [ -z "$(od -An -tx1 -j16384 -N16 "$T/vdevs/c" | tr -d ' 0\n')" ] || fail "failed create wrote to a vdev"
 
 # Export, then find the pool by its labels and import it from a directory.
