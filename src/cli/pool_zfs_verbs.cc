@@ -66,9 +66,12 @@ std::string Source(const pool::DatasetInfo& d, const std::string& prop) {
   if (std::find(d.local.begin(), d.local.end(), p) != d.local.end()) return "local";
   if (p == "volsize") return d.type == "volume" ? "local" : "-";
   if (p == "readonly" || p == "sync" || p == "logbias" || p == "checksum" || p == "compression" ||
-      p == "refreservation" || p == "volblocksize") {
+      p == "refreservation") {
     return "default";
   }
+  // Fixed at creation: zfs reports a size other than the default with no source.
+  if (p == "volblocksize")
+    return d.volblocksize == pool::VolumeOptions{}.volblocksize ? "default" : "-";
   return "-";
 }
 

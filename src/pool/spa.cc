@@ -529,8 +529,10 @@ DatasetInfo VolumeInfo(PoolImpl& impl, Volume& v, uint64_t pool_avail) {
   d.creation_time = it == p.props.end() ? 0 : std::strtoull(it->second.c_str(), nullptr, 10);
   d.props = p.props;
   d.props.erase("creation");
+  // A thick volume's reservation is set by its creation ("auto"), a local value as in zfs;
+  // a sparse one has none, the default.
   for (const auto& [k, val] : d.props) {
-    if (k != "refreservation" || (val != "auto" && val != "0")) d.local.push_back(k);
+    if (k != "refreservation" || val != "0") d.local.push_back(k);
   }
   d.props.emplace("readonly", "off");
   d.props.emplace("sync", "standard");

@@ -28,6 +28,11 @@ vs zfs list | head -1 | grep -Eq '^NAME +USED +AVAIL +REFER +MOUNTPOINT$' || fai
 used=$(vs zfs get -Hp -o value used trunk/funk)
 [ "$used" -ge $((64 * 1024 * 1024)) ] || fail "thick volume does not reserve its size ($used)"
 [ "$(vs zfs get -H -o value refreservation trunk/thin)" = none ] || fail "sparse has a reservation"
+# Sources as zfs reports them: a thick volume's reservation is set by its creation, a
+# volblocksize other than the default has none.
+vs zfs get -H -o value,source refreservation trunk/funk | grep -qx $'[0-9.]*M\tlocal' || fail "thick refreservation source"
+vs zfs get -H -o value,source refreservation trunk/thin | grep -qx $'none\tdefault' || fail "sparse refreservation source"
+vs zfs get -H -o source volblocksize trunk/funk trunk/thin | tr '\n' ' ' | grep -qx 'default - ' || fail "volblocksize source"
 [ "$(vs zfs get -H -o value user:owner trunk/thin)" = seed ] || fail "user property"
 vs zfs set volsize=128M trunk/funk
 [ "$(vs zfs get -Hp -o value volsize trunk/funk)" = $((128 * 1024 * 1024)) ] || fail "volsize growth"
