@@ -68,6 +68,30 @@ std::shared_ptr<Pool> CreateTank(bdev::BlockDevicePtr dev) {
   return p.ok() ? *p : nullptr;
 }
 
+// tank/v in a pool on a HookDevice over an in-memory FaultDevice, with its log chain made:
+// its first Flush committed the txg that creates it.
+struct LoggedVolume {
+  std::shared_ptr<bdev::FaultDevice> fault;
+  std::shared_ptr<HookDevice> hook;
+  std::shared_ptr<Pool> pool;
+  bdev::BlockDevicePtr vol;
+};
+
+LoggedVolume MakeLoggedVolume(uint64_t seed, uint64_t volsize = 8 * kMiB, uint32_t vbs = 4096) {
+  LoggedVolume t;
+  t.fault = bdev::FaultDevice::CreateInMemory(4 * volsize + 96 * kMiB, 512, seed);
+  t.hook = std::make_shared<HookDevice>(t.fault);
+  t.pool = CreateTank(t.hook);
+  VolumeOptions vo;
+  vo.volsize = volsize;
+  vo.volblocksize = vbs;
+  EXPECT_TRUE(t.pool->CreateVolume("tank/v", vo).ok());
+  t.vol = *t.pool->OpenVolume("tank/v");
+  EXPECT_TRUE(t.vol->Write(0, Pattern(4096, 1)).ok());
+  EXPECT_TRUE(t.vol->Flush().ok());
+  return t;
+}
+
 // A grow (zfs set volsize) between the commit's SyncTree of a volume and its MOS record:
 // the MOS once recorded the grown tree's levels with its root not yet written (a hole), and
 // an import lost the volume's data. The MOS records the tree SyncTree wrote.
@@ -168,20 +192,14 @@ TEST(HazardTest, AFlushNeverUsesALogChainBeforeItIsDurable) {
 // flight, and two txgs later its space could hold another block's data, which the late log
 // write then overwrote. A block is freed only once its write has returned.
 TEST(HazardTest, ALogBlockIsNotFreedWhileItsWriteIsInFlight) {
-  auto fault = bdev::FaultDevice::CreateInMemory(128 * kMiB, 512, 3);
-  auto hook = std::make_shared<HookDevice>(fault);
-  auto pool = CreateTank(hook);
+  LoggedVolume t = MakeLoggedVolume(3);
+  auto& [fault, hook, pool, vol] = t;
   VolumeOptions vo;
   vo.volsize = 8 * kMiB;
-  vo.volblocksize = 4096;
-  ASSERT_TRUE(pool->CreateVolume("tank/v", vo).ok());
   vo.props["logbias"] = "throughput";
   ASSERT_TRUE(pool->CreateVolume("tank/other", vo).ok());
-  auto vol = *pool->OpenVolume("tank/v");
   auto other = *pool->OpenVolume("tank/other");
   PoolImpl& impl = *pool->impl();
-  ASSERT_TRUE(vol->Write(0, Pattern(4096, 1)).ok());
-  ASSERT_TRUE(vol->Flush().ok());  // commits the txg that creates the log chain
   const auto logged = Pattern(4096, 2);
   ASSERT_TRUE(vol->Write(4096, logged).ok());
   std::promise<std::pair<uint64_t, uint64_t>> entered;
@@ -210,6 +228,122 @@ TEST(HazardTest, ALogBlockIsNotFreedWhileItsWriteIsInFlight) {
   std::vector<uint8_t> back(4096);
   ASSERT_TRUE(vol->Read(4096, back).ok());
   EXPECT_TRUE(back == logged);
+}
+
+// The log of `vol` in `pool`.
+std::shared_ptr<Zil> LogOf(PoolImpl& impl, const std::string& name) {
+  std::shared_ptr<Volume> vol;
+  {
+    std::lock_guard l(impl.mu);
+    vol = impl.volumes.at(name);
+  }
+  return impl.zil->Get(vol);
+}
+
+// A log write that failed after a txg had committed during it: that txg kept the header on
+// the block being written, and the failed Flush was covered by it, so no txg followed. The
+// next Flush then went to the log behind the hole, was acknowledged, and an import lost it
+// (the chain ended at the hole). The log is used again only after a txg opened after the
+// failure is durable.
+TEST(HazardTest, AFailedLogWriteLeavesNoHoleBeforeTheNextFlush) {
+  LoggedVolume t = MakeLoggedVolume(4);
+  auto& [fault, hook, pool, vol] = t;
+  PoolImpl& impl = *pool->impl();
+  auto zil = LogOf(impl, "tank/v");
+  ASSERT_TRUE(vol->Write(4096, Pattern(4096, 2)).ok());
+  std::promise<void> entered, release;
+  hook->on_write = [&](uint64_t, uint64_t) {
+    entered.set_value();
+    release.get_future().wait();
+    fault->AddFailRule({.ops = bdev::OpBit(bdev::OpType::kWrite), .max_failures = 1});
+  };
+  auto flushed = std::async(std::launch::async, [&] { return vol->Flush(); });
+  entered.get_future().wait();
+  ASSERT_TRUE(impl.Sync().ok());  // a txg (the timer's) commits while the log write is slow
+  release.set_value();
+  ASSERT_TRUE(flushed.get().ok());  // the log write failed; the txg holds the write
+  const auto acked = Pattern(4096, 3);
+  ASSERT_TRUE(vol->Write(8192, acked).ok());
+  ASSERT_TRUE(vol->Flush().ok());
+  const uint64_t commits = zil->log_commits();
+  ASSERT_TRUE(vol->Write(12288, acked).ok());
+  ASSERT_TRUE(vol->Flush().ok());
+  EXPECT_EQ(zil->log_commits(), commits + 1) << "the log is not used again";
+  ASSERT_TRUE(fault->CutPower(bdev::CrashMode::kDropAll).ok());
+  vol.reset();
+  zil.reset();
+  pool.reset();
+  auto p = ImportFrom(fault);
+  ASSERT_TRUE(p);
+  auto v = *p->OpenVolume("tank/v");
+  std::vector<uint8_t> back(8192);
+  ASSERT_TRUE(v->Read(8192, back).ok());
+  EXPECT_TRUE(std::equal(acked.begin(), acked.end(), back.begin()) &&
+              std::equal(acked.begin(), acked.end(), back.begin() + 4096))
+      << "a write whose Flush() returned OK was lost";
+}
+
+// A Flush beside a writer of the same volume whose writes the log does not take (more than
+// it holds): each txg the Flush committed found a newer unlogged write, and after four the
+// Flush failed with EIO although everything it covers was durable. It now waits only for
+// changes made before it.
+TEST(HazardTest, AFlushBesideUnloggedWritesSucceeds) {
+  LoggedVolume t = MakeLoggedVolume(6, 64 * kMiB, 16384);
+  auto& [fault, hook, pool, vol] = t;
+  const auto stream = Pattern(5 * kMiB, 2);  // more than the log takes: unlogged
+  int txgs = 0;
+  std::function<void()> during_txg = [&] {
+    // Another thread's streaming write lands in the next open txg while this one commits.
+    if (++txgs < 10) {
+      auto w = std::async(std::launch::async,
+                          [&] { return vol->Write(8 * kMiB + (txgs % 8) * 5 * kMiB, stream); });
+      EXPECT_TRUE(w.get().ok());
+      hook->on_flush = during_txg;
+    }
+  };
+  ASSERT_TRUE(vol->Write(8 * kMiB, stream).ok());
+  ASSERT_TRUE(vol->Write(0, Pattern(4096, 3)).ok());
+  hook->on_flush = during_txg;
+  const Status st = vol->Flush();
+  hook->on_flush = nullptr;
+  EXPECT_TRUE(st.ok()) << st.ToString() << " after " << txgs << " txgs";
+}
+
+// A log block that cannot be read (EIO) once ended the chain like an invalid block: the
+// import succeeded without the flushed writes after it, and its replay commit freed the
+// chain, so they were gone for good. Import now refuses, having changed nothing, and a
+// retry that reads the block replays them.
+TEST(HazardTest, AnUnreadableLogBlockStopsTheImport) {
+  LoggedVolume t = MakeLoggedVolume(7);
+  auto& [fault, hook, pool, vol] = t;
+  const auto acked = Pattern(4096, 2);
+  ASSERT_TRUE(vol->Write(4096, acked).ok());
+  uint64_t log_offset = 0;
+  hook->on_write = [&](uint64_t offset, uint64_t) { log_offset = offset; };
+  ASSERT_TRUE(vol->Flush().ok());  // in the log
+  ASSERT_NE(log_offset, 0u);
+  ASSERT_TRUE(fault->CutPower(bdev::CrashMode::kDropAll).ok());
+  vol.reset();
+  pool.reset();
+  fault = *fault->Reopen();
+  bdev::FaultRule unreadable;
+  unreadable.ops = bdev::OpBit(bdev::OpType::kRead);
+  unreadable.offset = log_offset;
+  unreadable.length = 512;
+  const int rule = fault->AddFailRule(unreadable);
+  PoolImportOptions io;
+  io.tuning.sync_thread = false;
+  auto refused = Pool::Import({fault}, io);
+  ASSERT_FALSE(refused.ok()) << "imported without a log block it could not read";
+  EXPECT_NE(refused.status().message().find("intent log"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(fault->counters().ops[static_cast<size_t>(bdev::OpType::kWrite)], 0u);
+  fault->RemoveFailRule(rule);
+  auto p = Pool::Import({fault}, io);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  std::vector<uint8_t> back(4096);
+  ASSERT_TRUE((*(*p)->OpenVolume("tank/v"))->Read(4096, back).ok());
+  EXPECT_TRUE(back == acked) << "a write whose Flush() returned OK was lost";
 }
 
 // A discard skips the tree's holes; it once clamped a hole to the dirty maps after the

@@ -299,6 +299,11 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
   if (!loaded) {
     return Status::Corruption("pool '" + impl->name + "' cannot be imported: " + last.message());
   }
+  // Importing without the rest of a log would drop flushed writes for good (the replay's
+  // commit frees the chain): refuse, having written nothing, so a retry can read it.
+  if (const Status& st = impl->zil->claim_error(); !st.ok()) {
+    return st.WithContext("pool '" + impl->name + "' not imported");
+  }
   impl->open_txg = max_txg + 1;
   if (newest->state != PoolState::kActive) {
     VS_RETURN_IF_ERROR(impl->WriteLabels(PoolState::kActive, impl->synced_txg));

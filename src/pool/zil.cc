@@ -50,15 +50,20 @@
 //      the later records of the same range: each volume comes back as the state after a
 //      prefix of its writes, no shorter than its last Commit(). Volumes are independent:
 //      two volumes may come back at different points (as in ZFS, one log per dataset).
-//   6. A Commit() is correct only if every change since the last durable txg is recorded:
-//      unlogged changes (logbias=throughput, sync=disabled, too much pending, a failed
-//      write) make Commit() commit a txg instead, until a durable txg covers them. The
+//   6. A Commit() is correct only if every change made before it since the last durable txg
+//      is recorded: unlogged changes (logbias=throughput, sync=disabled, too much pending, a
+//      failed write) make Commit() commit a txg instead, until a durable txg covers them.
+//      Unlogged changes take a seq among the itxs (unlogged_), so a Commit() waits only for
+//      those made before it (a streaming writer beside a flusher cannot starve it), and no
+//      itx after an unlogged change goes to the log before that change is durable. The
 //      fallback looks again once it holds sync_mu: a commit that ran meanwhile (typically
 //      the sync thread's, kicked by the same streaming writes) may have covered them, and
 //      then no txg of its own is needed. For the bound to be tight, ZvolDevice reads the
 //      open txg for a record before the dirty-data throttle, which may start a commit.
-//   7. A failed log write may leave a hole in the chain: Commit() then commits a txg, which
-//      makes every block up to it obsolete and moves the header past the hole.
+//   7. A failed log write may leave a hole in the chain: the log is used again only once a
+//      txg opened after the failure is durable, as that txg makes every block up to the hole
+//      obsolete and moves the header past it (a txg committed during the write could not:
+//      the blocks were being written).
 //
 // Block sizes. The pre-allocated block holds kZilMaxBlock (128 KiB) of reserve; a commit
 // writes only what it uses (rounded to the allocation unit) and gives the unused tail back,
@@ -129,7 +134,7 @@ void Zil::LogWrite(uint64_t txg, uint64_t offset, std::span<const uint8_t> data)
     std::lock_guard l(mu_);
     if (pending_bytes_ + data.size() > limit) {
       // Copying more would double the dirty memory: the next Commit() commits a txg.
-      unlogged_txg_ = std::max(unlogged_txg_, txg);
+      MarkUnloggedLocked(txg);
       return;
     }
   }
@@ -152,12 +157,29 @@ void Zil::LogZero(uint64_t txg, uint64_t offset, uint64_t length) {
 
 void Zil::NoteUnlogged(uint64_t txg) {
   std::lock_guard l(mu_);
-  unlogged_txg_ = std::max(unlogged_txg_, txg);
+  MarkUnloggedLocked(txg);
+}
+
+void Zil::MarkUnloggedLocked(uint64_t txg) {
+  // A streaming writer past the limit marks every write: one entry serves a run of marks
+  // with no itx or Commit() between them.
+  if (!unlogged_.empty() && unlogged_.rbegin()->first + 1 == next_itx_seq_) {
+    unlogged_.rbegin()->second = std::max(unlogged_.rbegin()->second, txg);
+    return;
+  }
+  unlogged_[next_itx_seq_++] = txg;
+}
+
+uint64_t Zil::FirstUnloggedLocked() const {
+  const uint64_t synced = pool_->synced_txg.load();
+  for (const auto& [seq, txg] : unlogged_) {
+    if (txg > synced) return seq;
+  }
+  return ~uint64_t{0};
 }
 
 bool Zil::DoneLocked(uint64_t target) const {
-  const bool unlogged = unlogged_txg_ > pool_->synced_txg.load();
-  return !unlogged && (itxs_.empty() || itxs_.front().seq >= target);
+  return FirstUnloggedLocked() >= target && (itxs_.empty() || itxs_.front().seq >= target);
 }
 
 Status Zil::FallBackToTxg(uint64_t target) {
@@ -183,8 +205,10 @@ Status Zil::FallBackToTxg(uint64_t target) {
 Status Zil::Commit() {
   uint64_t target;
   {
+    // The seq taken here orders this call after every change made so far: an unlogged
+    // change made later gets a later seq and is not this call's to cover.
     std::lock_guard l(mu_);
-    target = next_itx_seq_;
+    target = next_itx_seq_++;
   }
   std::lock_guard c(commit_mu_);
   for (int attempt = 0;; attempt++) {
@@ -193,17 +217,21 @@ Status Zil::Commit() {
     bool fallback = false;
     {
       std::lock_guard l(mu_);
-      const bool unlogged = unlogged_txg_ > pool_->synced_txg.load();
       if (DoneLocked(target)) return Status::Ok();
       VS_RETURN_IF_ERROR(pool_->CheckUsable());
       if (attempt >= 4) return Status::IoError("intent log: commit does not converge");
       const bool chain_durable = chain_guid_ != 0 && chain_txg_ <= pool_->synced_txg.load();
-      if (!chain_durable || claimed_ || unlogged) {
+      // Itxs up to the first change the log does not hold go out, those of later calls
+      // too; none past it (replaying them without it would make a state that never was).
+      const uint64_t first_unlogged = FirstUnloggedLocked();
+      if (!chain_durable || claimed_ || first_unlogged < target) {
         fallback = true;
       } else {
-        batch.reserve(itxs_.size());
-        for (auto& t : itxs_) batch.push_back(std::move(t));
-        itxs_.clear();
+        while (!itxs_.empty() && itxs_.front().seq < first_unlogged) {
+          batch.push_back(std::move(itxs_.front()));
+          itxs_.pop_front();
+        }
+        VS_CHECK(!batch.empty());  // not done, so an itx before `target` is pending
         if (PlanLocked(batch, &plan)) {
           for (const auto& t : batch) pending_bytes_ -= t.zero ? kZilRecordHeaderSize : t.length;
         } else {
@@ -228,10 +256,19 @@ Status Zil::Commit() {
       log_commits_++;
       return Status::Ok();
     }
-    // The chain may have a hole now; the batch is covered only by a txg (invariant 7).
+    // The chain may have a hole now: the batch is covered only by a txg, and the log is
+    // used again only once a txg has moved the header past the hole (invariant 7). A txg
+    // that ran during the write kept the header on these blocks (they were being written),
+    // so the txg needed is one still open now.
+    uint64_t open_txg;
+    {
+      std::lock_guard l(pool_->mu);
+      open_txg = pool_->open_txg;
+    }
     {
       std::lock_guard l(mu_);
-      for (const auto& t : batch) unlogged_txg_ = std::max(unlogged_txg_, t.txg);
+      uint64_t& needed = unlogged_[batch.front().seq];
+      needed = std::max(needed, open_txg);
     }
     VS_RETURN_IF_ERROR(FallBackToTxg(target));
   }

@@ -111,12 +111,16 @@ class Zil {
   };
 
   void AppendLocked(Itx itx);
+  // Records a change the log does not hold, in the order of the itxs (mu_ held).
+  void MarkUnloggedLocked(uint64_t txg);
+  // The seq of the first unlogged change whose txg is not durable yet, or ~0 (mu_ held).
+  uint64_t FirstUnloggedLocked() const;
   // Lays `batch` out in blocks starting at the pre-allocated block and allocates what the
   // layout needs (mu_ held). False (nothing changed) when log space is short.
   bool PlanLocked(const std::vector<Itx>& batch, std::vector<Planned>* plan);
   Status WriteBlocks(const std::vector<Itx>& batch, const std::vector<Planned>& plan);
-  // True when every change recorded before the Commit() that took `target` is durable
-  // (mu_ held).
+  // True when every change made before the Commit() that took `target` is durable (mu_
+  // held).
   bool DoneLocked(uint64_t target) const;
   // Commits a txg (sync_mu taken here) unless one that ran meanwhile made it unnecessary.
   Status FallBackToTxg(uint64_t target);
@@ -136,8 +140,11 @@ class Zil {
   std::deque<Itx> itxs_;        // GUARDED_BY(mu_): recorded, not yet logged, in seq order
   uint64_t next_itx_seq_ = 1;   // GUARDED_BY(mu_)
   uint64_t pending_bytes_ = 0;  // GUARDED_BY(mu_)
-  uint64_t unlogged_txg_ = 0;   // GUARDED_BY(mu_): newest txg with an unlogged change
-  uint64_t chain_guid_ = 0;     // GUARDED_BY(mu_): 0 = no chain
+  // GUARDED_BY(mu_): changes not in the log (seq -> a txg that holds them), until that txg
+  // is durable. A seq orders them among the itxs, so a Commit() needs only those made
+  // before it began, and logs no itx made after one (invariant 6).
+  std::map<uint64_t, uint64_t> unlogged_;
+  uint64_t chain_guid_ = 0;  // GUARDED_BY(mu_): 0 = no chain
   // GUARDED_BY(mu_): the txg whose commit wrote the chain's first header. Commit() uses the
   // chain only once that txg is durable: a log block written before would hang off a
   // header an import may never see.
@@ -184,8 +191,11 @@ class ZilManager {
   // Forgets claims of a previous attempt (LoadFrom of another uberblock).
   void ResetClaims();
   // Reads the chain of `d`'s log and claims its valid blocks out of `free` (the pool's free
-  // sets being built by LoadFrom). Corruption when a valid block is not free space.
+  // sets being built by LoadFrom). Corruption when a valid block is not free space. A block
+  // that cannot be read ends the chain too, but unlike an invalid one (the usual end) it
+  // may hold flushed writes: it is kept in claim_error(), and import stops on it.
   Status Claim(const DatasetPhys& d, std::vector<RangeSet>& free);
+  const Status& claim_error() const { return claim_error_; }
   // Applies the claimed records newer than `imported_txg` (or the header's floor) to the
   // volumes and commits; the claimed chains are freed by that commit. Call once, after
   // LoadFrom, before the sync thread starts.
@@ -229,6 +239,7 @@ class ZilManager {
   uint32_t rotor_ = 0;             // GUARDED_BY(space_mu_)
 
   std::map<uint64_t, Claimed> claims_;  // import only: dataset id -> claimed chain
+  Status claim_error_;                  // import only: the first log block not read
   uint64_t replayed_records_ = 0;
 };
 

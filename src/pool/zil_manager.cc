@@ -194,7 +194,9 @@ ZilHeaderPhys ZilManager::SyncOne(SyncContext& ctx, Zil& z, bool closing) {
     FreeToTxg(ctx, z.lwbs_.front().dva);
     z.lwbs_.pop_front();
   }
-  if (closing && z.lwbs_.size() == 1 && z.unlogged_txg_ <= ctx.txg &&
+  if (closing && z.lwbs_.size() == 1 &&
+      std::all_of(z.unlogged_.begin(), z.unlogged_.end(),
+                  [&](const auto& u) { return u.second <= ctx.txg; }) &&
       std::all_of(z.itxs_.begin(), z.itxs_.end(),
                   [&](const Zil::Itx& t) { return t.txg <= ctx.txg; })) {
     FreeToTxg(ctx, z.lwbs_.front().dva);
@@ -253,6 +255,7 @@ void ZilManager::SyncDone(uint64_t txg) {
   }
   for (auto& z : zils) {
     std::lock_guard l(z->mu_);
+    std::erase_if(z->unlogged_, [&](const auto& u) { return u.second <= txg; });
     for (auto it = z->itxs_.begin(); it != z->itxs_.end();) {
       if (it->txg <= txg) {
         z->pending_bytes_ -= it->zero ? kZilRecordHeaderSize : it->length;
@@ -267,7 +270,10 @@ void ZilManager::SyncDone(uint64_t txg) {
 // ---------------------------------------------------------------------------------------
 // Import: claim and replay
 
-void ZilManager::ResetClaims() { claims_.clear(); }
+void ZilManager::ResetClaims() {
+  claims_.clear();
+  claim_error_ = Status::Ok();
+}
 
 Status ZilManager::Claim(const DatasetPhys& d, std::vector<RangeSet>& free) {
   if (d.zil.empty()) return Status::Ok();
@@ -281,7 +287,13 @@ Status ZilManager::Claim(const DatasetPhys& d, std::vector<RangeSet>& free) {
          cur.offset >= kAllocStart &&
          cur.offset + cur.asize() <= pool_->vdevs[cur.vdev]->alloc_end()) {
     buf.resize(cur.asize());
-    if (!pool_->vdevs[cur.vdev]->device()->Read(cur.offset, buf).ok()) break;
+    if (Status st = pool_->vdevs[cur.vdev]->device()->Read(cur.offset, buf); !st.ok()) {
+      if (claim_error_.ok()) {
+        claim_error_ = st.WithContext("the intent log of " + d.name + " cannot be read (block " +
+                                      std::to_string(seq) + ")");
+      }
+      break;
+    }
     auto b = DecodeZilBlock(buf, d.zil.guid, seq);
     if (!b.ok() || b->info.dataset_guid != d.guid) break;
     Dva held = cur;
