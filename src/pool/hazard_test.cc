@@ -346,6 +346,26 @@ TEST(HazardTest, AnUnreadableLogBlockStopsTheImport) {
   EXPECT_TRUE(back == acked) << "a write whose Flush() returned OK was lost";
 }
 
+// Export checked that no device was open, then closed the pool: a device opened in between
+// could commit a txg after the last one, beside the exported labels. Opening now fails
+// from the check on.
+TEST(HazardTest, NoVolumeOpensWhileThePoolExports) {
+  auto hook = std::make_shared<HookDevice>(bdev::MemoryDevice::Create(64 * kMiB));
+  auto pool = CreateTank(hook);
+  VolumeOptions vo;
+  vo.volsize = 4 * kMiB;
+  ASSERT_TRUE(pool->CreateVolume("tank/v", vo).ok());
+  {
+    auto vol = *pool->OpenVolume("tank/v");
+    ASSERT_TRUE(vol->Write(0, Pattern(4096, 1)).ok());  // so the export's last txg commits
+  }
+  std::optional<Result<bdev::BlockDevicePtr>> opened;
+  hook->on_flush = [&] { opened = pool->OpenVolume("tank/v"); };  // the export's last txg
+  ASSERT_TRUE(pool->Export().ok());
+  ASSERT_TRUE(opened.has_value());
+  EXPECT_FALSE(opened->ok()) << "a volume opened while its pool was exported";
+}
+
 // A discard skips the tree's holes; it once clamped a hole to the dirty maps after the
 // tree lookup, so a block moving from the syncing map into the tree in between was skipped
 // and kept its data.

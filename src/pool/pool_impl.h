@@ -120,6 +120,8 @@ class PoolImpl {
   uint64_t open_txg = 1;                                   // GUARDED_BY(mu)
   bool stop_thread = false;                                // GUARDED_BY(mu)
   bool kick = false;                                       // GUARDED_BY(mu)
+  // Export or destroy found no device open: none may open from then on (OpenVolume).
+  bool leaving = false;  // GUARDED_BY(mu)
   std::atomic<bool> closed{false};
   std::atomic<bool> failed{false};  // a txg commit failed: the pool is suspended
   std::atomic<uint64_t> dirty_bytes{0};

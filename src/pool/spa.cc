@@ -342,29 +342,30 @@ Status Pool::Close() {
   return st;
 }
 
-Status Pool::Export() {
+namespace {
+// Export / destroy: refuses while a device is open, then closes and marks the labels.
+Status Leave(Pool& pool, PoolState state, const std::string& verb) {
+  PoolImpl& impl = *pool.impl();
   {
-    std::lock_guard l(impl_->mu);
-    for (auto& [n, v] : impl_->volumes) {
-      if (v->open_count > 0) return Status::Busy("cannot export '" + name() + "': pool is busy");
+    // Devices are opened under mu (OpenVolume), so none opens between this check and the
+    // close: a device opened then would commit after the last txg, beside the labels.
+    std::lock_guard l(impl.mu);
+    for (auto& [n, v] : impl.volumes) {
+      if (v->open_count > 0) {
+        return Status::Busy("cannot " + verb + " '" + impl.name + "': pool is busy");
+      }
     }
+    impl.leaving = true;
   }
-  VS_RETURN_IF_ERROR(impl_->CheckUsable());
-  VS_RETURN_IF_ERROR(Close());
-  return impl_->WriteLabels(PoolState::kExported, impl_->synced_txg);
+  VS_RETURN_IF_ERROR(impl.CheckUsable());
+  VS_RETURN_IF_ERROR(pool.Close());
+  return impl.WriteLabels(state, impl.synced_txg);
 }
+}  // namespace
 
-Status Pool::Destroy() {
-  {
-    std::lock_guard l(impl_->mu);
-    for (auto& [n, v] : impl_->volumes) {
-      if (v->open_count > 0) return Status::Busy("cannot destroy '" + name() + "': pool is busy");
-    }
-  }
-  VS_RETURN_IF_ERROR(impl_->CheckUsable());
-  VS_RETURN_IF_ERROR(Close());
-  return impl_->WriteLabels(PoolState::kDestroyed, impl_->synced_txg);
-}
+Status Pool::Export() { return Leave(*this, PoolState::kExported, "export"); }
+
+Status Pool::Destroy() { return Leave(*this, PoolState::kDestroyed, "destroy"); }
 
 namespace {
 // Validates and normalises a settable volume property into `props`.
@@ -493,18 +494,16 @@ Status Pool::DestroyVolume(const std::string& name) {
 Result<bdev::BlockDevicePtr> Pool::OpenVolume(const std::string& name,
                                               const OpenVolumeOptions& options) {
   VS_RETURN_IF_ERROR(impl_->CheckUsable());
-  std::shared_ptr<Volume> vol;
-  {
-    std::lock_guard l(impl_->mu);
-    auto it = impl_->volumes.find(name);
-    if (it == impl_->volumes.end()) {
-      return Status::NotFound("cannot open '" + name + "': dataset does not exist");
-    }
-    vol = it->second;
-  }
   if (options.logical_block_size != 512 && options.logical_block_size != 4096) {
     return Status::InvalidArgument("logical block size must be 512 or 4096");
   }
+  std::lock_guard l(impl_->mu);
+  if (impl_->leaving) return Status::FromErrno(ENXIO, "pool " + impl_->name + " is closing");
+  auto it = impl_->volumes.find(name);
+  if (it == impl_->volumes.end()) {
+    return Status::NotFound("cannot open '" + name + "': dataset does not exist");
+  }
+  const std::shared_ptr<Volume>& vol = it->second;
   const bool ro = options.read_only || vol->Prop("readonly", "off") == "on";
   return bdev::BlockDevicePtr(
       std::make_shared<ZvolDevice>(shared_from_this(), vol, ro, options.logical_block_size));
