@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <utility>
 
 #include "util/check.h"
 
@@ -36,13 +37,22 @@ BlockArena::BlockArena(uint64_t chunk_bytes) : chunk_bytes_(chunk_bytes) {
 }
 
 BlockArena::~BlockArena() {
-  while (!chunks_.empty()) UnmapChunk(chunks_.begin()->second.get());
+  while (!chunks_.empty()) RetireChunk(chunks_.begin()->second.get());
+  ReleaseSpare();
 }
 
 uint64_t BlockArena::GrowthFor(uint32_t size) const {
   if (!InChunks(size)) return size;
   auto it = not_full_.find(SlotSize(size));
-  return it != not_full_.end() && !it->second.empty() ? 0 : chunk_bytes_;
+  const bool room = it != not_full_.end() && !it->second.empty();
+  return room || !spare_.empty() ? 0 : chunk_bytes_;
+}
+
+uint64_t BlockArena::ReleaseSpare() {
+  if (spare_.empty()) return 0;
+  Unmap(std::exchange(spare_, {}));
+  mapped_bytes_ -= chunk_bytes_;
+  return chunk_bytes_;
 }
 
 uint8_t* BlockArena::Allocate(uint32_t size) {
@@ -55,7 +65,7 @@ uint8_t* BlockArena::Allocate(uint32_t size) {
   const uint32_t slot_size = SlotSize(size);
   std::vector<Chunk*>& room = not_full_[slot_size];
   if (room.empty()) {
-    Chunk* chunk = MapChunk(slot_size);
+    Chunk* chunk = NewChunk(slot_size);
     if (chunk == nullptr) return nullptr;
     room.push_back(chunk);
   }
@@ -88,7 +98,7 @@ void BlockArena::Free(uint8_t* block, uint32_t size) {
   const bool was_full = c.Full();
   c.free_slots.push_back(static_cast<uint32_t>(offset / slot_size));
   if (c.live() == 0) {
-    UnmapChunk(&c);
+    RetireChunk(&c);
   } else if (was_full) {
     not_full_[slot_size].push_back(&c);
   }
@@ -103,9 +113,13 @@ std::span<uint8_t> BlockArena::SparsestChunk() const {
   return {best->base, chunk_bytes_};
 }
 
-BlockArena::Chunk* BlockArena::MapChunk(uint32_t size) {
-  const std::span<uint8_t> memory = MapAligned(chunk_bytes_, chunk_bytes_);
-  if (memory.empty()) return nullptr;
+BlockArena::Chunk* BlockArena::NewChunk(uint32_t size) {
+  std::span<uint8_t> memory = std::exchange(spare_, {});
+  if (memory.empty()) {
+    memory = MapAligned(chunk_bytes_, chunk_bytes_);
+    if (memory.empty()) return nullptr;
+    mapped_bytes_ += chunk_bytes_;
+  }
   uint8_t* const base = memory.data();
   auto chunk = std::make_unique<Chunk>();
   chunk->base = base;
@@ -113,16 +127,20 @@ BlockArena::Chunk* BlockArena::MapChunk(uint32_t size) {
   chunk->slots = static_cast<uint32_t>(chunk_bytes_ / size);
   Chunk* raw = chunk.get();
   chunks_.emplace(reinterpret_cast<uintptr_t>(base), std::move(chunk));
-  mapped_bytes_ += chunk_bytes_;
   return raw;
 }
 
-void BlockArena::UnmapChunk(Chunk* chunk) {
+void BlockArena::RetireChunk(Chunk* chunk) {
   auto& room = not_full_[chunk->block_size];
   room.erase(std::remove(room.begin(), room.end(), chunk), room.end());
-  Unmap({chunk->base, chunk_bytes_});
-  mapped_bytes_ -= chunk_bytes_;
+  const std::span<uint8_t> memory{chunk->base, chunk_bytes_};
   chunks_.erase(reinterpret_cast<uintptr_t>(chunk->base));  // destroys *chunk
+  if (spare_.empty()) {
+    spare_ = memory;
+    return;
+  }
+  Unmap(memory);
+  mapped_bytes_ -= chunk_bytes_;
 }
 
 }  // namespace volstack::pool

@@ -11,10 +11,16 @@
 // Layout. Chunks are chunk_bytes long (a power of two), mapped on demand, aligned to their
 // size (so a block's chunk is its address rounded down) and advised as huge pages when
 // they are 2 MiB. A chunk serves one block size at a time: its slots are handed out from
-// a free-slot stack, then from its never-used tail. A chunk whose last block is freed is
-// unmapped at once, so a shard that switches block sizes (another volblocksize) gives the
-// old size's memory back as its blocks age out. Blocks bigger than half a chunk are plain
-// malloc'd buffers (a chunk would waste up to half of itself on them).
+// a free-slot stack, then from its never-used tail. A chunk whose last block is freed
+// becomes the arena's one spare when it has none (still mapped, still charged), else it is
+// unmapped; the next chunk needed, of any block size, is the spare. Overwrites empty
+// chunks steadily (a commit forgets the blocks it frees while it caches their new
+// versions), and on this class of VM a fresh huge page costs 2-4 ms to fault in: the host
+// has taken the freed memory back (docs/bench.md, "Eighth round"). ReleaseSpare gives it
+// back when the shard must shrink, so a shard that switches block sizes (another
+// volblocksize) still returns the old size's memory as its blocks age out. Blocks bigger
+// than half a chunk are plain malloc'd buffers (a chunk would waste up to half of itself
+// on them).
 //
 // Threads: none of its own; the shard's mutex guards every call.
 #pragma once
@@ -48,12 +54,15 @@ class BlockArena {
   uint8_t* Allocate(uint32_t size);
   void Free(uint8_t* block, uint32_t size);  // `size` as allocated
 
-  // What Allocate(size) would add to mapped_bytes(): 0 when a chunk has a free slot.
+  // What Allocate(size) would add to mapped_bytes(): 0 when a chunk has a free slot or the
+  // spare can serve.
   uint64_t GrowthFor(uint32_t size) const;
+  // Unmaps the spare chunk, if any; returns the bytes given back.
+  uint64_t ReleaseSpare();
   // The address range of the chunk with the fewest blocks in use (the cheapest to empty),
   // or an empty span when no chunk is mapped.
   std::span<uint8_t> SparsestChunk() const;
-  // Chunks mapped plus malloc'd large blocks: what the shard's blocks really occupy.
+  // Chunks mapped (the spare too) plus malloc'd large blocks: what the shard really holds.
   uint64_t mapped_bytes() const { return mapped_bytes_; }
   uint64_t chunk_bytes() const { return chunk_bytes_; }
 
@@ -70,13 +79,14 @@ class BlockArena {
 
   static uint32_t SlotSize(uint32_t size) { return std::bit_ceil(size); }
   bool InChunks(uint32_t size) const { return SlotSize(size) <= chunk_bytes_ / 2; }
-  Chunk* MapChunk(uint32_t size);
-  void UnmapChunk(Chunk* chunk);
+  Chunk* NewChunk(uint32_t size);  // the spare, else a fresh mapping; nullptr if none
+  void RetireChunk(Chunk* chunk);  // emptied: becomes the spare, or is unmapped
 
   const uint64_t chunk_bytes_;
   uint64_t mapped_bytes_ = 0;
   std::map<uintptr_t, std::unique_ptr<Chunk>> chunks_;  // by base address
   std::map<uint32_t, std::vector<Chunk*>> not_full_;    // block size -> chunks with room
+  std::span<uint8_t> spare_;                            // an emptied chunk, still mapped
 };
 
 }  // namespace volstack::pool

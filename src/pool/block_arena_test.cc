@@ -1,6 +1,7 @@
 // BlockArena (block_arena.h): blocks never overlap and keep their bytes while others come
-// and go; a chunk serves one size and is unmapped with its last block; mapped_bytes() and
-// GrowthFor() say what the memory really is.
+// and go; a chunk serves one size; an emptied chunk is kept as the one spare and serves the
+// next chunk of any size, the others are unmapped; mapped_bytes() and GrowthFor() say what
+// the memory really is.
 #include "pool/block_arena.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +13,7 @@
 namespace volstack::pool {
 namespace {
 
-TEST(BlockArenaTest, ChunksFillUpAndAreUnmappedWithTheirLastBlock) {
+TEST(BlockArenaTest, ChunksFillUpAndGoWithTheirLastBlock) {
   BlockArena arena(BlockArena::kHugePage);
   EXPECT_EQ(arena.GrowthFor(4096), BlockArena::kHugePage);
   std::vector<uint8_t*> blocks;
@@ -26,15 +27,42 @@ TEST(BlockArenaTest, ChunksFillUpAndAreUnmappedWithTheirLastBlock) {
   EXPECT_EQ(arena.GrowthFor(16384), BlockArena::kHugePage);  // another size, another chunk
   blocks.push_back(arena.Allocate(4096));
   EXPECT_EQ(arena.mapped_bytes(), 2 * BlockArena::kHugePage);
-  arena.Free(blocks.back(), 4096);
+  uint8_t* const lone = blocks.back();
+  arena.Free(lone, 4096);
   blocks.pop_back();
-  EXPECT_EQ(arena.mapped_bytes(), BlockArena::kHugePage);  // the lone block's chunk is gone
+  // The lone block's chunk is the spare: still mapped, and the next chunk of any size.
+  EXPECT_EQ(arena.mapped_bytes(), 2 * BlockArena::kHugePage);
+  EXPECT_EQ(arena.GrowthFor(16384), 0u);
+  uint8_t* const other_size = arena.Allocate(16384);
+  const auto chunk_of = [](const uint8_t* b) {
+    return reinterpret_cast<uintptr_t>(b) & ~(BlockArena::kHugePage - 1);
+  };
+  EXPECT_EQ(chunk_of(other_size), chunk_of(lone));
+  EXPECT_EQ(arena.mapped_bytes(), 2 * BlockArena::kHugePage);
+  arena.Free(other_size, 16384);
+  EXPECT_EQ(arena.ReleaseSpare(), BlockArena::kHugePage);
+  EXPECT_EQ(arena.ReleaseSpare(), 0u);
+  EXPECT_EQ(arena.mapped_bytes(), BlockArena::kHugePage);
+  EXPECT_EQ(arena.GrowthFor(16384), BlockArena::kHugePage);
   arena.Free(blocks[7], 4096);
   EXPECT_EQ(arena.GrowthFor(4096), 0u);  // a free slot
   uint8_t* again = arena.Allocate(4096);
   EXPECT_EQ(again, blocks[7]);
   blocks[7] = again;
   for (uint8_t* b : blocks) arena.Free(b, 4096);
+  EXPECT_EQ(arena.mapped_bytes(), BlockArena::kHugePage);  // the spare
+  EXPECT_EQ(arena.ReleaseSpare(), BlockArena::kHugePage);
+  EXPECT_EQ(arena.mapped_bytes(), 0u);
+}
+
+TEST(BlockArenaTest, OnlyOneEmptiedChunkStaysMapped) {
+  BlockArena arena(64 * 1024);
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 3 * 16; i++) blocks.push_back(arena.Allocate(4096));  // three chunks
+  EXPECT_EQ(arena.mapped_bytes(), 3 * 65536u);
+  for (uint8_t* b : blocks) arena.Free(b, 4096);
+  EXPECT_EQ(arena.mapped_bytes(), 65536u);
+  EXPECT_EQ(arena.ReleaseSpare(), 65536u);
   EXPECT_EQ(arena.mapped_bytes(), 0u);
 }
 
@@ -61,6 +89,7 @@ TEST(BlockArenaTest, BlocksBiggerThanHalfAChunkAreAllocatedAlone) {
   EXPECT_EQ(arena.mapped_bytes(), 131072u + 65536u);
   arena.Free(big, 131072);
   arena.Free(half, 32768);
+  arena.ReleaseSpare();  // the half block's chunk
   EXPECT_EQ(arena.mapped_bytes(), 0u);
 }
 
@@ -94,6 +123,7 @@ TEST(BlockArenaTest, LiveBlocksNeverOverlap) {
     for (uint32_t k = 0; k < sf.first; k += 512) ASSERT_EQ(b[k], sf.second);
     arena.Free(b, sf.first);
   }
+  arena.ReleaseSpare();
   EXPECT_EQ(arena.mapped_bytes(), 0u);
 }
 

@@ -89,7 +89,8 @@ struct BlockCache::Shard {
       i = j;
     }
   }
-  // Returns the bytes the shard gave back (a chunk, if this was its last block).
+  // Returns the bytes the shard gave back (a chunk, if this was its last block and the
+  // arena already had a spare).
   uint64_t Remove(size_t i, bool free_data = true) {
     const uint64_t before = bytes();
     Erase(i, free_data);
@@ -97,16 +98,16 @@ struct BlockCache::Shard {
     stats.evicted++;
     return before - bytes();
   }
-  // Gives memory back: empties the arena's sparsest chunk (evicting the blocks in it, which
-  // unmaps it), or when no chunk is mapped evicts CLOCK's victim (a large block). Evicting
-  // by CLOCK alone would rarely empty a whole chunk: its blocks are spread over the table,
-  // so a shard asked for one chunk back could lose most of its entries first. Returns the
-  // bytes given back (0: nothing left to evict).
+  // Gives memory back: the arena's spare chunk if it has one, else its sparsest chunk,
+  // emptied (evicting the blocks in it) and unmapped, or when no chunk is mapped CLOCK's
+  // victim (a large block). Evicting by CLOCK alone would rarely empty a whole chunk: its
+  // blocks are spread over the table, so a shard asked for one chunk back could lose most
+  // of its entries first. Returns the bytes given back (0: nothing left to evict).
   uint64_t Shed() {
-    if (entries == 0) return 0;
+    const uint64_t before = bytes();
+    if (arena.ReleaseSpare() > 0 || entries == 0) return before - bytes();
     const std::span<uint8_t> chunk = arena.SparsestChunk();
     if (chunk.empty()) return Remove(Victim());
-    const uint64_t before = bytes();
     const auto begin = reinterpret_cast<uintptr_t>(chunk.data());
     for (size_t i = 0; i < table.size();) {
       // Erase shifts a later entry into slot i: look at it again before moving on.
@@ -117,6 +118,7 @@ struct BlockCache::Shard {
         i++;
       }
     }
+    arena.ReleaseSpare();  // the chunk just emptied
     return before - bytes();
   }
   // CLOCK: the next slot whose ref bit is clear (clearing the bits it passes). Requires
@@ -307,6 +309,7 @@ void BlockCache::Clear() {
       s.stats.evicted++;
     }
     s.entries = 0;
+    s.arena.ReleaseSpare();
     bytes_ -= before - s.bytes();
   }
 }
