@@ -11,8 +11,8 @@
 // What goes in. Only bytes that are known good: blocks whose checksum was verified by a
 // read, and blocks a txg commit wrote (the commit computed their checksum from those very
 // bytes). A hit therefore skips both the vdev read and the checksum. A large commit copies
-// its blocks on a thread of its own and stops it once durable, so a commit never waits for
-// the cache: what it did not get to is read from the vdev when asked for.
+// its blocks on a thread of its own that no commit waits for (cache_fill.h): what it did
+// not get to is read from the vdev when asked for.
 //
 // Bound. The cache shares the pool's `cache` bound (PoolTuning::cache_max_bytes) with the
 // indirect-block cache, which has priority: this cache holds at most max - indirect bytes

@@ -14,6 +14,7 @@
 
 #include "pool/blkptr_format.h"
 #include "pool/block_cache.h"
+#include "pool/cache_fill.h"
 #include "pool/dirty_reservation.h"
 #include "pool/label_format.h"
 #include "pool/mos_format.h"
@@ -49,22 +50,17 @@ struct SyncContext {
   uint32_t batch_vdev = 0;
   uint64_t batch_offset = 0;
   std::vector<uint8_t> batch;
-  // Copies of this txg's data blocks into the block cache, made while the commit writes
-  // and flushes. They read the syncing buffers, so they end before those are released:
-  // StopCacheFills, or this context's end on a failed commit.
-  std::vector<std::jthread> cache_fills;
+  // For the block cache (cache_fill.h): the data blocks this txg wrote (SyncTree) and
+  // freed (Free), and the fill that takes them once every tree is written. Destroying the
+  // context stops and joins the fill: a failed commit's buffers stay in its volumes.
+  std::vector<CacheFill::Block> written;
+  std::vector<BlockKey> forget;
+  std::unique_ptr<CacheFill> cache_fill;
 
   Result<Dva> Allocate(uint64_t size, Volume* owner);
   Status Free(const BlockPtr& bp, Volume* owner);
   Status Write(const Dva& dva, std::span<const uint8_t> data);
   Status FlushWrites();
-  // Offers the blocks (address, bytes) to the block cache, on a thread of their own when
-  // there are many, else here. The bytes must stay put until StopCacheFills returns.
-  void CacheCommitted(std::vector<std::pair<Dva, std::span<const uint8_t>>> blocks);
-  // Caching written data is worth no wait: the commit, once durable, stops the copies
-  // where they are (the first time the cache grows into fresh memory they can fall behind
-  // the disk). A block left out is read from its vdev when asked for.
-  void StopCacheFills() { cache_fills.clear(); }
 };
 
 class PoolImpl {
@@ -99,9 +95,6 @@ class PoolImpl {
   static BlockKey CacheKey(const BlockPtr& bp) {
     return BlockKey{bp.dva[0].vdev, bp.psize, bp.dva[0].offset, bp.birth};
   }
-  // For the commit to offer a data block it writes in txg `txg` (the bytes its checksum was
-  // computed from, so verified by construction): warm after write, as ZFS's ARC is.
-  void CacheCommitted(const Dva& dva, std::span<const uint8_t> data, uint64_t txg);
   void InitBlockCache() {
     // Below 1 MiB the fixed tables would be a large share of the bound: indirect blocks only.
     if (tuning.cache_data && tuning.cache_max_bytes >= (uint64_t{1} << 20)) {
@@ -200,6 +193,16 @@ class PoolImpl {
   Result<Dva> AllocateLocked(uint64_t size);
   void ReleaseLocked(const Dva& dva);  // back to the free set
   Status WriteMetaBlock(SyncContext& ctx, BlockType type, std::vector<uint8_t> data, BlockPtr* bp);
+  // The block-cache fills of durable txgs still copying (cache_fill.h), each holding its
+  // txg's buffers. ReapCacheFills gives the buffers of those done back to their volumes
+  // (Volume::Recycle); with `all`, it stops and joins the others first (close).
+  std::vector<std::unique_ptr<CacheFill>> cache_fills;  // GUARDED_BY(sync_mu)
+  void ReapCacheFillsLocked(bool all);
+  // Stops and reaps every fill (close; tests that look at the cache): takes sync_mu.
+  void FinishCacheFills() {
+    std::lock_guard l(sync_mu);
+    ReapCacheFillsLocked(/*all=*/true);
+  }
   Status FlushAll();
   Status WriteLabels(PoolState state, uint64_t txg);
 

@@ -165,6 +165,7 @@ Status ValidateDatasetName(const std::string& name) {
 
 PoolImpl::~PoolImpl() {
   StopSyncThread();
+  FinishCacheFills();
   volumes.clear();
   pending_destroy.clear();
 }
@@ -191,12 +192,6 @@ Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst) {
   // Indirect blocks are cached decoded by their volume; only data is worth a second copy.
   if (block_cache && bp.type == BlockType::kVolData) block_cache->Insert(key, dst, false);
   return Status::Ok();
-}
-
-void PoolImpl::CacheCommitted(const Dva& dva, std::span<const uint8_t> data, uint64_t txg) {
-  if (!block_cache) return;
-  block_cache->Insert(BlockKey{dva.vdev, static_cast<uint32_t>(data.size()), dva.offset, txg},
-                      data.data(), true);
 }
 
 Status PoolImpl::CheckUsable() const {
@@ -337,6 +332,7 @@ Status Pool::Close() {
   if (impl_->closed) return Status::Ok();
   impl_->StopSyncThread();
   Status st = impl_->Sync();
+  impl_->FinishCacheFills();  // a closed pool runs no thread
   impl_->closed = true;
   impl_->cv.notify_all();
   return st;

@@ -5,17 +5,20 @@
 //      (never over a live block); old pointers are freed into this txg's deferred list.
 //      Data blocks go out as runs of adjacent blocks, one vectored vdev write (WriteV) per
 //      run straight from the dirty buffers, each group of up to 1 MiB checksummed and then
-//      written by one thread, the commit's or, for a large txg, a helper's (SyncTree);
-//      another thread copies them into the block cache after (SyncContext::CacheCommitted).
+//      written by one thread, the commit's or, for a large txg, a helper's (SyncTree).
 //      Indirect and meta blocks, built in scratch buffers, are batched by
 //      SyncContext::Write below.
 //   3. free the trees of destroyed volumes; the intent logs (zil_manager.cc) set each
-//      volume's log header and free the log blocks this txg makes obsolete.
+//      volume's log header and free the log blocks this txg makes obsolete. Then a
+//      CacheFill (cache_fill.h) drops the freed data blocks from the block cache and copies
+//      the written ones into it, on a thread of its own, during steps 4 to 6 and after,
+//      until done or until the next commit starts its own.
 //   4. append this txg's alloc/free records to the space map (or condense it), write the
 //      MOS block.
 //   5. flush every vdev; write the uberblock into every label of every vdev; flush again.
-//   6. release frees of txg - kTxgDefer to the allocator; stop the cache copies where they
-//      are; drop the syncing maps and the log records this txg holds.
+//   6. release frees of txg - kTxgDefer to the allocator; hand the syncing buffers to the
+//      cache copies (they go back to their volumes once the copies are done:
+//      ReapCacheFillsLocked, at a later commit); drop the log records this txg holds.
 //
 // A failure at any step suspends the pool (failed = true): later writes and syncs return
 // EIO; what is on disk is the previous txg, intact.
@@ -24,7 +27,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <system_error>
 
 #include "pool/pool_impl.h"
 
@@ -50,9 +52,7 @@ Status SyncContext::Free(const BlockPtr& bp, Volume* owner) {
     deferred.push_back(d);
     if (owner != nullptr) owner->AdjustUsed(-static_cast<int64_t>(d.asize()));
   }
-  if (pool->block_cache && bp.type == BlockType::kVolData) {
-    pool->block_cache->Forget(PoolImpl::CacheKey(bp));
-  }
+  if (pool->block_cache && bp.type == BlockType::kVolData) forget.push_back(PoolImpl::CacheKey(bp));
   return Status::Ok();
 }
 
@@ -78,27 +78,15 @@ Status SyncContext::FlushWrites() {
   return st;
 }
 
-void SyncContext::CacheCommitted(std::vector<std::pair<Dva, std::span<const uint8_t>>> blocks) {
-  if (!pool->block_cache || blocks.empty()) return;
-  // Below this the copies cost less than starting a thread.
-  constexpr uint64_t kThreadBytes = 1 << 20;
-  uint64_t bytes = 0;
-  for (const auto& [dva, data] : blocks) bytes += data.size();
-  auto fill = [pool = pool, txg = txg, blocks = std::move(blocks)](std::stop_token stop) {
-    for (const auto& [dva, data] : blocks) {
-      if (stop.stop_requested()) return;
-      pool->CacheCommitted(dva, data, txg);
+void PoolImpl::ReapCacheFillsLocked(bool all) {
+  for (auto it = cache_fills.begin(); it != cache_fills.end();) {
+    if (!all && !(*it)->done()) {
+      ++it;
+      continue;
     }
-  };
-  if (bytes >= kThreadBytes) {
-    try {
-      cache_fills.emplace_back(fill);
-      return;
-    } catch (const std::system_error&) {
-      // No thread to be had: copy here.
-    }
+    for (auto& [vol, buffers] : (*it)->Finish()) vol->Recycle(std::move(buffers));
+    it = cache_fills.erase(it);
   }
-  fill(std::stop_token{});
 }
 
 Result<Dva> PoolImpl::AllocateLocked(uint64_t size) {
@@ -191,6 +179,7 @@ bool PoolImpl::CommitForSpace() {
 }
 
 Status PoolImpl::SyncLocked(bool even_if_clean) {
+  ReapCacheFillsLocked(/*all=*/false);
   if (failed) return Status::IoError("pool " + name + " is suspended after a failed commit");
   // 1. quiesce
   std::vector<std::shared_ptr<Volume>> vols, destroyed;
@@ -233,13 +222,18 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
   }
   uint64_t released = 0;
   for (auto& v : destroyed) {
-    released += v->FinishSync();
+    v->FinishSync(&released);  // its buffers go with it
     Status st = v->FreeTree(ctx);
     if (!st.ok()) return fail(st);
   }
   std::vector<DatasetPhys> datasets;
   for (auto& v : vols) datasets.push_back(v->synced_phys());
   zil->SyncBegin(ctx, vols, destroyed, datasets, closing);
+  if (block_cache) {
+    for (auto& older : cache_fills) older->Stop();  // copies never pile up behind a stream
+    ctx.cache_fill =
+        CacheFill::Start(block_cache.get(), txg, std::move(ctx.forget), std::move(ctx.written));
+  }
   // 4. space map and MOS
   std::vector<BlockPtr> old_meta;
   std::vector<SpaceMapEntry> entries;
@@ -308,8 +302,16 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     for (const Dva& d : deferred.begin()->second) ReleaseLocked(d);
     deferred.erase(deferred.begin());
   }
-  ctx.StopCacheFills();
-  for (auto& v : vols) released += v->FinishSync();
+  // The cache copies go on, and read the buffers: they keep them until done.
+  for (auto& v : vols) {
+    auto buffers = v->FinishSync(&released);
+    if (ctx.cache_fill) {
+      ctx.cache_fill->Adopt(v, std::move(buffers));
+    } else {
+      v->Recycle(std::move(buffers));
+    }
+  }
+  if (ctx.cache_fill) cache_fills.push_back(std::move(ctx.cache_fill));
   zil->SyncDone(txg);
   {
     std::lock_guard l(mu);

@@ -505,29 +505,30 @@ Volume::Buf Volume::NewBufLocked() {
   return b;
 }
 
-uint64_t Volume::FinishSync() {
+std::map<uint64_t, Volume::Buf> Volume::FinishSync(uint64_t* released) {
   std::map<uint64_t, Buf> old;
   {
     std::lock_guard l(mu_);
     old.swap(syncing_);
-    // Keep as many buffers as this txg used (up to kMaxSpareBytes) for the next one: a
-    // streaming writer then dirties recycled memory instead of fresh pages (malloc hands
-    // freed megabytes back to the kernel, and every new page faults and is zeroed again).
-    const size_t keep = std::min<size_t>(old.size(), std::max<uint64_t>(kMaxSpareBytes / vbs_, 1));
-    if (spare_.size() > keep) spare_.resize(keep);
-    for (auto& [blkid, buf] : old) {
-      if (spare_.size() >= keep) break;
-      if (buf) spare_.push_back(std::move(buf));
-    }
-  }
-  {
-    std::lock_guard l(mu_);
     pool_->dirty_meta_bytes -= std::exchange(syncing_meta_, 0);
   }
-  uint64_t bytes = 0;
-  bytes = old.size() * uint64_t{vbs_};
+  const uint64_t bytes = old.size() * uint64_t{vbs_};
   dirty -= bytes;
-  return bytes;
+  *released += bytes;
+  return old;
+}
+
+void Volume::Recycle(std::map<uint64_t, Buf> buffers) {
+  std::lock_guard l(mu_);
+  // A streaming writer then dirties recycled memory instead of fresh pages (malloc hands
+  // freed megabytes back to the kernel, and every new page faults and is zeroed again).
+  const size_t keep =
+      std::min<size_t>(buffers.size(), std::max<uint64_t>(kMaxSpareBytes / vbs_, 1));
+  if (spare_.size() > keep) spare_.resize(keep);
+  for (auto& [blkid, buf] : buffers) {
+    if (spare_.size() >= keep) break;
+    if (buf) spare_.push_back(std::move(buf));
+  }
 }
 
 Status Volume::SyncTree(SyncContext& ctx) {
@@ -555,13 +556,11 @@ Status Volume::SyncTree(SyncContext& ctx) {
   // checksums a group and then writes it (RunWriter: its adjacent blocks in one vectored
   // write), so the kernel's copy finds the bytes in that CPU's caches (the writer's
   // streaming copies left them in memory only). For a large txg a helper thread takes
-  // groups too. The copies into the block cache start once the data is written and run on
-  // through the flushes, when the CPUs wait for the disk (SyncContext::CacheCommitted: the
-  // commit stops them when durable, so they never delay it). Written data is what a reader
-  // asks for next, as the host page cache would have it. Caching before the commit
-  // completes is safe: the bytes are final, the key (address, txg) is new and no tree
-  // points at it before this commit's indirect blocks do, and a failed commit suspends the
-  // pool (no reads).
+  // groups too. The written blocks go to ctx.written, for the block cache's copies, which
+  // start once every tree is written and run on through the flushes (cache_fill.h).
+  // Caching before the commit completes is safe: the bytes are final, the key (address,
+  // txg) is new and no tree points at it before this commit's indirect blocks do, and a
+  // failed commit suspends the pool (no reads).
   const size_t group = std::max<uint64_t>(kMaxRunBytes / pool_->asize(vbs_), 1);  // blocks
   const size_t groups = (data.size() + group - 1) / group;
   std::atomic<size_t> next_group{0};
@@ -594,12 +593,9 @@ Status Volume::SyncTree(SyncContext& ctx) {
   if (helper.joinable()) helper.join();
   VS_RETURN_IF_ERROR(written);
   VS_RETURN_IF_ERROR(helper_written);
-  std::vector<std::pair<Dva, std::span<const uint8_t>>> to_cache;
-  to_cache.reserve(data.size());
-  for (auto& [bp, buf] : data) {
-    to_cache.emplace_back(bp->dva[0], std::span<const uint8_t>(buf, vbs_));
+  if (pool_->block_cache) {
+    for (auto& [bp, buf] : data) ctx.written.emplace_back(bp->dva[0], std::span(buf, vbs_));
   }
-  ctx.CacheCommitted(std::move(to_cache));
 
   std::lock_guard l(tree_mu_);
   std::vector<std::set<uint64_t>> dirty(phys_.levels + 2);

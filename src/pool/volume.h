@@ -13,9 +13,10 @@
 // copy), hints the vdev to start writing back long runs at once (the commit's flush
 // follows); each group of up to 1 MiB of blocks is checksummed and then written by one
 // thread (for a large txg the commit's and a helper take groups in turn), and the block
-// cache's copies are made on another thread once the data is written.
-// FinishSync keeps up to the txg's block count (at most 16 MiB) of buffers as spares for
-// the next txg, so a streaming writer reuses warm memory instead of faulting in fresh pages.
+// cache's copies are made on another thread once every tree is written (cache_fill.h).
+// FinishSync hands the syncing buffers to the commit, which gives them back (Recycle) once
+// those copies are done: up to the txg's block count (at most 16 MiB) are kept as spares,
+// so a streaming writer reuses warm memory instead of faulting in fresh pages.
 // A partial-block write of a block in neither map reads it from the tree under a per-block
 // "loading" marker: other writers of that block wait, so read-modify-write never loses a
 // concurrent write.
@@ -55,6 +56,8 @@ uint32_t LevelsFor(uint64_t nblocks);
 
 class Volume {
  public:
+  using Buf = std::unique_ptr<uint8_t[]>;  // one block; nullptr in a dirty map is a hole
+
   Volume(PoolImpl* pool, DatasetPhys phys);
   ~Volume();
 
@@ -105,8 +108,13 @@ class Volume {
   // Moves the open map to the syncing map; returns the number of entries moved.
   size_t Quiesce();
   Status SyncTree(SyncContext& ctx);
-  // Drops the syncing map; returns the dirty bytes released.
-  uint64_t FinishSync();
+  // Empties the syncing map (its blocks are durable now) and returns its buffers, which the
+  // block cache's copies may still read (cache_fill.h); adds the dirty bytes released to
+  // *released.
+  std::map<uint64_t, Buf> FinishSync(uint64_t* released);
+  // Keeps a synced txg's buffers as spares, up to as many as it had blocks and
+  // kMaxSpareBytes; frees the rest.
+  void Recycle(std::map<uint64_t, Buf> buffers);
   // Frees every block of the tree (destroy). Reads indirect blocks only.
   Status FreeTree(SyncContext& ctx);
   // Calls fn for every non-hole pointer in the tree (indirect ones before their children).
@@ -119,7 +127,6 @@ class Volume {
     BlockPtr bps[kBpsPerIndirect];
     bool dirty = false;
   };
-  using Buf = std::unique_ptr<uint8_t[]>;
   static uint64_t Key(uint32_t level, uint64_t index) { return (uint64_t{level} << 56) | index; }
 
   // Read path (volume_read.cc).
@@ -173,7 +180,7 @@ class Volume {
   uint64_t open_l1s_ = 0, open_meta_ = 0;  // GUARDED_BY(mu_)
   uint64_t syncing_meta_ = 0;              // GUARDED_BY(mu_)
   // Buffers of the last synced txg kept for reuse, at most as many as it had dirty blocks
-  // and kMaxSpareBytes (FinishSync).
+  // and kMaxSpareBytes (Recycle).
   static constexpr uint64_t kMaxSpareBytes = 16 << 20;
   std::vector<Buf> spare_;                                    // GUARDED_BY(mu_)
   std::map<void*, std::function<void(uint64_t)>> listeners_;  // GUARDED_BY(mu_)
