@@ -158,6 +158,11 @@ struct BlockCache::Shard {
   }
 };
 
+size_t BlockCache::ShardIndex(const BlockKey& key) const {
+  return static_cast<size_t>(Mix((key.offset >> region_shift_) ^ (uint64_t{key.vdev} << 48)) &
+                             (kShards - 1));
+}
+
 BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_bytes)
     : max_bytes_(max_bytes), other_bytes_(other_bytes) {
   // Per shard: room for `entries` blocks of 4 KiB (data blocks are no smaller); a table of
@@ -181,6 +186,8 @@ BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_by
         std::span<Shard::Slot>(all_slots + i * slots, slots),
         std::span<uint8_t>(all_counters + i * counters, counters), 10 * entries, chunk));
   }
+  region_shift_ =
+      std::clamp(static_cast<int>(std::bit_width(max_bytes / kShards / 64)) - 1, 12, 18);
   fixed_bytes_ = tables_.size();
   bytes_ = fixed_bytes_;  // the sketches and tables are charged to the bound too
 }
@@ -200,7 +207,7 @@ uint64_t BlockCache::capacity() const {
 bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint32_t n,
                         bool count_access) {
   const uint64_t h = HashKey(key);
-  Shard& s = ShardFor(h);
+  Shard& s = ShardFor(key);
   const uint64_t cap = capacity() / kShards;
   std::lock_guard l(s.mu);
   if (count_access) s.Record(h);
@@ -224,7 +231,7 @@ bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint
 
 void BlockCache::Prefetch(const BlockKey& key, bool count_access) const {
   const uint64_t h = HashKey(key);
-  const Shard& s = *shards_[h & (kShards - 1)];
+  const Shard& s = *shards_[ShardIndex(key)];
   __builtin_prefetch(&s.table[s.Slot0(h)]);
   if (!count_access) return;
   for (int r = 0; r < kRows; r++) __builtin_prefetch(&s.sketch[s.SketchSlot(h, r)]);
@@ -232,7 +239,7 @@ void BlockCache::Prefetch(const BlockKey& key, bool count_access) const {
 
 void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_access) {
   const uint64_t h = HashKey(key);
-  Shard& s = ShardFor(h);
+  Shard& s = ShardFor(key);
   const uint64_t cap = capacity() / kShards;
   std::lock_guard l(s.mu);
   if (count_access) s.Record(h);
@@ -291,7 +298,7 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
 
 void BlockCache::Forget(const BlockKey& key) {
   const uint64_t h = HashKey(key);
-  Shard& s = ShardFor(h);
+  Shard& s = ShardFor(key);
   std::lock_guard l(s.mu);
   const size_t i = s.Find(key, h);
   if (s.table[i].data != nullptr) bytes_ -= s.Remove(i);

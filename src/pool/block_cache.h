@@ -34,9 +34,17 @@
 //   - a loop over slightly more than the cache keeps what it has (an LRU would hit nothing);
 //   - a block asked for repeatedly gets in over blocks that are not.
 //
-// Threads: all methods are thread-safe. The cache is split into kShards shards by key hash,
-// each with its own mutex, slot table, sketch and 1/kShards of the capacity; block bytes
-// are copied under the shard lock (at most one block, microseconds).
+// Threads: all methods are thread-safe. The cache is split into kShards shards, each with
+// its own mutex, slot table, sketch and 1/kShards of the capacity; block bytes are copied
+// under the shard lock (at most one block, microseconds). A block's shard is chosen by the
+// 256 KiB region of its vdev it lies in (a hash of it), not by its whole key: the blocks of
+// a run (a commit writes runs, a stream reads them) then go to one shard in order, and so
+// sit side by side in its arena, where a sequential read copies them as one stretch of
+// memory the CPU prefetches (SeqRead1M/0: 0.55-0.67 of raw with shards by key hash,
+// 0.80-0.84 by region: docs/bench.md, "Eighth round"). A region is 256 KiB, or 1/64 of a
+// shard's share if that is less (down to 4 KiB, a block each), so a few regions can never
+// hold more than a small part of a shard while the other shards sit empty: the default
+// cache's shards have 16 MiB each, and a 256 MiB volume is 1,024 regions, 64 a shard.
 #pragma once
 
 #include <atomic>
@@ -106,10 +114,13 @@ class BlockCache {
 
  private:
   struct Shard;
-  Shard& ShardFor(uint64_t hash) { return *shards_[hash & (kShards - 1)]; }
+  // Blocks within one 2^region_shift_-byte region of a vdev share a shard (theory above).
+  size_t ShardIndex(const BlockKey& key) const;
+  Shard& ShardFor(const BlockKey& key) { return *shards_[ShardIndex(key)]; }
 
   const uint64_t max_bytes_;
   const std::atomic<uint64_t>* const other_bytes_;
+  int region_shift_ = 12;
   uint64_t fixed_bytes_ = 0;  // sketches and slot tables
   std::atomic<uint64_t> bytes_{0};
   std::span<uint8_t> tables_;  // every shard's slot table and sketch, in huge pages
