@@ -17,13 +17,13 @@ std::unique_ptr<CacheFill> CacheFill::Start(BlockCache* cache, uint64_t txg,
   std::unique_ptr<CacheFill> fill(new CacheFill(cache, txg, std::move(forget), std::move(blocks)));
   if (bytes >= kThreadBytes) {
     try {
-      fill->thread_ = std::jthread([f = fill.get()](std::stop_token stop) { f->Run(stop); });
+      fill->thread_ = std::thread([f = fill.get()] { f->Run(/*threaded=*/true); });
       return fill;
     } catch (const std::system_error&) {
       // No thread to be had: copy here.
     }
   }
-  fill->Run(std::stop_token{});
+  fill->Run(/*threaded=*/false);
   return nullptr;
 }
 
@@ -31,22 +31,29 @@ CacheFill::CacheFill(BlockCache* cache, uint64_t txg, std::vector<BlockKey> forg
                      std::vector<Block> blocks)
     : cache_(cache), txg_(txg), forget_(std::move(forget)), blocks_(std::move(blocks)) {}
 
-CacheFill::~CacheFill() { Finish(); }
-
-std::vector<std::pair<std::shared_ptr<Volume>, std::map<uint64_t, Volume::Buf>>>
-CacheFill::Finish() {
-  thread_.request_stop();
+CacheFill::~CacheFill() {
+  Stop();
   if (thread_.joinable()) thread_.join();
-  return std::move(adopted_);
 }
 
-void CacheFill::Run(std::stop_token stop) {
+const uint8_t* CacheFill::Stop() {
+  stop_.store(true);
+  const size_t i = claimed_.load();
+  return i == kNone ? nullptr : blocks_[i].second.data();
+}
+
+void CacheFill::Run(bool threaded) {
   for (const BlockKey& key : forget_) cache_->Forget(key);
-  for (const auto& [dva, data] : blocks_) {
-    if (stop.stop_requested()) break;
+  for (size_t i = 0; i < blocks_.size(); i++) {
+    if (threaded) {
+      claimed_.store(i);
+      if (stop_.load()) break;
+    }
+    const auto& [dva, data] = blocks_[i];
     cache_->Insert(BlockKey{dva.vdev, static_cast<uint32_t>(data.size()), dva.offset, txg_},
                    data.data(), true);
   }
+  claimed_.store(kNone);
   done_.store(true, std::memory_order_release);
 }
 

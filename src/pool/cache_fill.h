@@ -3,28 +3,28 @@
 //
 // Why. Written data is what a reader asks for next (warm after write, as ZFS's ARC is), but
 // caching it is worth no wait: a block left out is read from its vdev when asked for. So
-// the copies start while the commit flushes, when the CPUs wait for the disk, and go on
-// after it returns, until done or until the next commit starts its own fill (which asks
-// this one to stop: the copies of a streaming writer never pile up). No commit waits for
-// them. (They used to be stopped, and waited for, at the end of their commit: with the copy
-// in flight often a fault of fresh cache memory, 2-4 ms for a huge page on this class of
-// VM, every commit of a streaming writer waited that long, and most of each txg was left
-// out of the cache; docs/bench.md, "Eighth round".) Dropping the freed blocks (Forget) is
-// here too, and is never cut short: it gives their room to live blocks, and costs the
-// commit no shard lock and probe per overwritten block.
+// the copies run while the commit flushes, when the CPUs wait for the disk, and the commit
+// stops them once the txg is durable, without waiting for the copy in flight: while the
+// cache grows that copy is often a fault of fresh cache memory, 2-4 ms for a huge page on
+// this class of VM, and every commit of a streaming writer used to wait that long
+// (docs/bench.md, "Eighth round"). Dropping the freed blocks (Forget) is here too, and is
+// never cut short (it reads no buffer): it gives their room to live blocks, and costs the
+// commit's tree update no shard lock and probe per overwritten block.
 //
-// Invariant: the bytes a fill reads (the txg's syncing buffers) are neither freed nor
-// reused until it is done. The commit hands them over (Adopt) instead of recycling them,
-// and a later commit takes them back once done() (PoolImpl::ReapCacheFillsLocked: Finish);
-// a failed commit, whose buffers stay in its volumes, destroys its fill, which stops and
-// joins it.
+// The buffers. The copies read the txg's syncing buffers, which the commit gives back to
+// their volume for the next writes. Stop() says which block's copy may still be in flight:
+// copies go in order, each block claimed before the stop flag is read, so after Stop() no
+// other block is read again. The commit keeps that one buffer with the fill (Keep), freed
+// when the fill is destroyed, and gives the rest back at once; so a fill holds at most one
+// block of memory beyond the bound. A failed commit, whose buffers stay in its volumes,
+// destroys its fill, which stops and joins it.
 //
 // Threads: the fill's own thread runs the forgets and copies and touches nothing else;
-// every method is called by the commit (PoolImpl::sync_mu held).
+// every method is called by one thread, the commit's (PoolImpl::sync_mu held).
 #pragma once
 
 #include <atomic>
-#include <map>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <thread>
@@ -51,30 +51,32 @@ class CacheFill {
   CacheFill(const CacheFill&) = delete;
   CacheFill& operator=(const CacheFill&) = delete;
 
-  // Asks the copies to end after the one in flight (the forgets still all run).
-  void Stop() { thread_.request_stop(); }
+  // Stops the copies without waiting. Returns the bytes of the one block whose copy may
+  // still be in flight (they must stay put until done()), or nullptr when none is.
+  const uint8_t* Stop();
   bool done() const { return done_.load(std::memory_order_acquire); }
-
-  // Keeps a volume's syncing buffers (the bytes the blocks point into) until done().
-  void Adopt(std::shared_ptr<Volume> vol, std::map<uint64_t, Volume::Buf> buffers) {
-    adopted_.emplace_back(std::move(vol), std::move(buffers));
-  }
-  // Stops the copies, waits for the thread and returns the adopted buffers, for their
-  // volumes to reuse (at once when done()).
-  std::vector<std::pair<std::shared_ptr<Volume>, std::map<uint64_t, Volume::Buf>>> Finish();
+  // Holds a buffer (the one Stop() named) until the fill is destroyed.
+  void Keep(Volume::Buf buffer) { kept_.push_back(std::move(buffer)); }
 
  private:
+  static constexpr size_t kNone = SIZE_MAX;
+
   CacheFill(BlockCache* cache, uint64_t txg, std::vector<BlockKey> forget,
             std::vector<Block> blocks);
-  void Run(std::stop_token stop);
+  void Run(bool threaded);
 
   BlockCache* const cache_;
   const uint64_t txg_;
   const std::vector<BlockKey> forget_;
   const std::vector<Block> blocks_;
+  // The protocol of Stop(), in the one total order of seq_cst operations: the thread
+  // stores the index it is about to copy, then reads stop_; Stop() stores stop_, then
+  // reads the index. The thread copies only blocks it claimed before reading stop_ false.
+  std::atomic<size_t> claimed_{kNone};
+  std::atomic<bool> stop_{false};
   std::atomic<bool> done_{false};
-  std::vector<std::pair<std::shared_ptr<Volume>, std::map<uint64_t, Volume::Buf>>> adopted_;
-  std::jthread thread_;  // last: started once the members it reads exist
+  std::vector<Volume::Buf> kept_;
+  std::thread thread_;  // last: started once the members it reads exist
 };
 
 }  // namespace volstack::pool

@@ -193,12 +193,12 @@ class PoolImpl {
   Result<Dva> AllocateLocked(uint64_t size);
   void ReleaseLocked(const Dva& dva);  // back to the free set
   Status WriteMetaBlock(SyncContext& ctx, BlockType type, std::vector<uint8_t> data, BlockPtr* bp);
-  // The block-cache fills of durable txgs still copying (cache_fill.h), each holding its
-  // txg's buffers. ReapCacheFills gives the buffers of those done back to their volumes
-  // (Volume::Recycle); with `all`, it stops and joins the others first (close).
+  // The block-cache fills of durable txgs whose last copy was still in flight when their
+  // commit stopped them (cache_fill.h), each keeping that block's buffer. ReapCacheFillsLocked
+  // destroys those done; with `all`, every one (stopped and joined). FinishCacheFills does
+  // it all under sync_mu (close; tests that look at the cache).
   std::vector<std::unique_ptr<CacheFill>> cache_fills;  // GUARDED_BY(sync_mu)
   void ReapCacheFillsLocked(bool all);
-  // Stops and reaps every fill (close; tests that look at the cache): takes sync_mu.
   void FinishCacheFills() {
     std::lock_guard l(sync_mu);
     ReapCacheFillsLocked(/*all=*/true);

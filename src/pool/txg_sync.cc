@@ -11,14 +11,13 @@
 //   3. free the trees of destroyed volumes; the intent logs (zil_manager.cc) set each
 //      volume's log header and free the log blocks this txg makes obsolete. Then a
 //      CacheFill (cache_fill.h) drops the freed data blocks from the block cache and copies
-//      the written ones into it, on a thread of its own, during steps 4 to 6 and after,
-//      until done or until the next commit starts its own.
+//      the written ones into it, on a thread of its own, through steps 4 and 5.
 //   4. append this txg's alloc/free records to the space map (or condense it), write the
 //      MOS block.
 //   5. flush every vdev; write the uberblock into every label of every vdev; flush again.
-//   6. release frees of txg - kTxgDefer to the allocator; hand the syncing buffers to the
-//      cache copies (they go back to their volumes once the copies are done:
-//      ReapCacheFillsLocked, at a later commit); drop the log records this txg holds.
+//   6. release frees of txg - kTxgDefer to the allocator; stop the cache copies (without
+//      waiting for the one in flight, whose buffer the fill keeps) and give the syncing
+//      buffers back to their volumes; drop the log records this txg holds.
 //
 // A failure at any step suspends the pool (failed = true): later writes and syncs return
 // EIO; what is on disk is the previous txg, intact.
@@ -79,14 +78,8 @@ Status SyncContext::FlushWrites() {
 }
 
 void PoolImpl::ReapCacheFillsLocked(bool all) {
-  for (auto it = cache_fills.begin(); it != cache_fills.end();) {
-    if (!all && !(*it)->done()) {
-      ++it;
-      continue;
-    }
-    for (auto& [vol, buffers] : (*it)->Finish()) vol->Recycle(std::move(buffers));
-    it = cache_fills.erase(it);
-  }
+  // Destroying a fill stops and joins it (at once when done) and frees the buffer it kept.
+  std::erase_if(cache_fills, [all](const auto& fill) { return all || fill->done(); });
 }
 
 Result<Dva> PoolImpl::AllocateLocked(uint64_t size) {
@@ -230,7 +223,6 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
   for (auto& v : vols) datasets.push_back(v->synced_phys());
   zil->SyncBegin(ctx, vols, destroyed, datasets, closing);
   if (block_cache) {
-    for (auto& older : cache_fills) older->Stop();  // copies never pile up behind a stream
     ctx.cache_fill =
         CacheFill::Start(block_cache.get(), txg, std::move(ctx.forget), std::move(ctx.written));
   }
@@ -302,16 +294,22 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     for (const Dva& d : deferred.begin()->second) ReleaseLocked(d);
     deferred.erase(deferred.begin());
   }
-  // The cache copies go on, and read the buffers: they keep them until done.
+  // The cache copies stop; the buffers go back to their volumes, but for the one block
+  // whose copy may still be in flight, which the fill keeps until it ends (cache_fill.h).
+  const uint8_t* in_flight = ctx.cache_fill ? ctx.cache_fill->Stop() : nullptr;
   for (auto& v : vols) {
     auto buffers = v->FinishSync(&released);
-    if (ctx.cache_fill) {
-      ctx.cache_fill->Adopt(v, std::move(buffers));
-    } else {
-      v->Recycle(std::move(buffers));
+    for (auto it = buffers.begin(); in_flight != nullptr && it != buffers.end(); ++it) {
+      if (it->second.get() == in_flight) {
+        ctx.cache_fill->Keep(std::move(it->second));
+        buffers.erase(it);
+        in_flight = nullptr;
+        break;
+      }
     }
+    v->Recycle(std::move(buffers));
   }
-  if (ctx.cache_fill) cache_fills.push_back(std::move(ctx.cache_fill));
+  if (ctx.cache_fill && !ctx.cache_fill->done()) cache_fills.push_back(std::move(ctx.cache_fill));
   zil->SyncDone(txg);
   {
     std::lock_guard l(mu);

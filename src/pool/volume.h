@@ -14,9 +14,10 @@
 // follows); each group of up to 1 MiB of blocks is checksummed and then written by one
 // thread (for a large txg the commit's and a helper take groups in turn), and the block
 // cache's copies are made on another thread once every tree is written (cache_fill.h).
-// FinishSync hands the syncing buffers to the commit, which gives them back (Recycle) once
-// those copies are done: up to the txg's block count (at most 16 MiB) are kept as spares,
-// so a streaming writer reuses warm memory instead of faulting in fresh pages.
+// FinishSync hands the syncing buffers to the commit, which gives them back (Recycle), but
+// for the one block whose copy may still be in flight: up to the txg's block count (at
+// most 16 MiB) are kept as spares, so a streaming writer reuses warm memory instead of
+// faulting in fresh pages.
 // A partial-block write of a block in neither map reads it from the tree under a per-block
 // "loading" marker: other writers of that block wait, so read-modify-write never loses a
 // concurrent write.
@@ -108,9 +109,9 @@ class Volume {
   // Moves the open map to the syncing map; returns the number of entries moved.
   size_t Quiesce();
   Status SyncTree(SyncContext& ctx);
-  // Empties the syncing map (its blocks are durable now) and returns its buffers, which the
-  // block cache's copies may still read (cache_fill.h); adds the dirty bytes released to
-  // *released.
+  // Empties the syncing map (its blocks are durable now) and returns its buffers, one of
+  // which the block cache's copies may still read (cache_fill.h); adds the dirty bytes
+  // released to *released.
   std::map<uint64_t, Buf> FinishSync(uint64_t* released);
   // Keeps a synced txg's buffers as spares, up to as many as it had blocks and
   // kMaxSpareBytes; frees the rest.
