@@ -51,7 +51,16 @@ Status SyncContext::Free(const BlockPtr& bp, Volume* owner) {
     deferred.push_back(d);
     if (owner != nullptr) owner->AdjustUsed(-static_cast<int64_t>(d.asize()));
   }
-  if (pool->block_cache && bp.type == BlockType::kVolData) forget.push_back(PoolImpl::CacheKey(bp));
+  if (pool->block_cache && bp.type == BlockType::kVolData) {
+    // The cache fill forgets them, off the tree update; a destroyed volume's blocks beyond
+    // the bound are forgotten here, as a tree can hold millions.
+    constexpr size_t kMaxQueuedForgets = 1 << 16;
+    if (forget.size() < kMaxQueuedForgets) {
+      forget.push_back(PoolImpl::CacheKey(bp));
+    } else {
+      pool->block_cache->Forget(PoolImpl::CacheKey(bp));
+    }
+  }
   return Status::Ok();
 }
 

@@ -255,6 +255,45 @@ TEST(VolumeReadTest, AnOverwrittenBlockLeavesTheCache) {
   WriteCommitAndReadFromCache(s, Pattern(blocks * 4096, 18), blocks);  // not 2 x blocks
 }
 
+// A large txg's overwrites and a destroyed volume's blocks leave the cache too: their
+// forgets wait for the commit's cache fill, which runs them all even when stopped.
+TEST(VolumeReadTest, FreedBlocksOfALargeTxgLeaveTheCache) {
+  auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 4096, 8 * kMiB, TestTuning());
+  auto& cache = *s.pool->impl()->block_cache;
+  const uint64_t size = 4 * kMiB, blocks = size / 4096;
+  std::vector<uint8_t> back(size);
+  auto cached_keys = [&] {
+    std::vector<BlockKey> keys;
+    EXPECT_TRUE(s.pool->impl()
+                    ->volumes.begin()
+                    ->second
+                    ->Walk([&](const BlockPtr& bp) {
+                      if (bp.type == BlockType::kVolData) keys.push_back(PoolImpl::CacheKey(bp));
+                      return Status::Ok();
+                    })
+                    .ok());
+    return keys;
+  };
+  ASSERT_TRUE(s.dev->Write(0, Pattern(size, 20)).ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
+  s.pool->impl()->FinishCacheFills();
+  ASSERT_TRUE(ReadInChunks(*s.dev, back, 4096).ok());  // every block into the cache
+  const auto old_keys = cached_keys();
+  ASSERT_EQ(cache.Stats().entries, blocks);
+  ASSERT_TRUE(s.dev->Write(0, Pattern(size, 21)).ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
+  s.pool->impl()->FinishCacheFills();
+  std::vector<uint8_t> got(4096);
+  for (const BlockKey& key : old_keys) ASSERT_FALSE(cache.Lookup(key, got.data(), 0, 4096));
+  ASSERT_TRUE(ReadInChunks(*s.dev, back, 4096).ok());
+  EXPECT_EQ(cache.Stats().entries, blocks);
+  s.dev.reset();
+  ASSERT_TRUE(s.pool->DestroyVolume("trunk/v").ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
+  s.pool->impl()->FinishCacheFills();
+  EXPECT_EQ(cache.Stats().entries, 0u);
+}
+
 TEST(VolumeReadTest, CorruptBlockIsStillEioOnceEvicted) {
   auto fault = bdev::FaultDevice::CreateInMemory(64 * kMiB, 512, 4);
   auto s = Make(fault, 4096, 4 * kMiB, TestTuning());
