@@ -40,11 +40,12 @@
 // 256 KiB region of its vdev it lies in (a hash of it), not by its whole key: the blocks of
 // a run (a commit writes runs, a stream reads them) then go to one shard in order, and so
 // sit side by side in its arena, where a sequential read copies them as one stretch of
-// memory the CPU prefetches (SeqRead1M/0: 0.55-0.67 of raw with shards by key hash,
-// 0.80-0.84 by region: docs/bench.md, "Eighth round"). A region is 256 KiB, or 1/64 of a
-// shard's share if that is less (down to 4 KiB, a block each), so a few regions can never
-// hold more than a small part of a shard while the other shards sit empty: the default
-// cache's shards have 16 MiB each, and a 256 MiB volume is 1,024 regions, 64 a shard.
+// memory the CPU prefetches (SeqRead1M/0: 0.55-0.64 of raw with shards by key hash,
+// 0.79-0.80 by region, medians of three rounds: docs/bench.md, "Eighth round"). A region
+// is 256 KiB, or 1/64 of a shard's share if that is less (down to 4 KiB, a block each),
+// so a few regions can never hold more than a small part of a shard while the other
+// shards sit empty: the default cache's shards have 16 MiB each, and a 256 MiB volume is
+// 1,024 regions, 64 a shard.
 #pragma once
 
 #include <atomic>
