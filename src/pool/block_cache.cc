@@ -204,6 +204,15 @@ uint64_t BlockCache::capacity() const {
   return used >= max_bytes_ ? 0 : max_bytes_ - used;
 }
 
+void BlockCache::ShrinkLocked(Shard& s, uint64_t cap) {
+  // The indirect cache may have grown into this cache's share: give it back.
+  while (s.bytes() > cap) {
+    const uint64_t shed = s.Shed();
+    if (shed == 0) break;
+    bytes_ -= shed;
+  }
+}
+
 bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint32_t n,
                         bool count_access) {
   const uint64_t h = HashKey(key);
@@ -211,12 +220,7 @@ bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint
   const uint64_t cap = capacity() / kShards;
   std::lock_guard l(s.mu);
   if (count_access) s.Record(h);
-  // The indirect cache may have grown into this cache's share: give it back.
-  while (s.bytes() > cap) {
-    const uint64_t shed = s.Shed();
-    if (shed == 0) break;
-    bytes_ -= shed;
-  }
+  ShrinkLocked(s, cap);
   Shard::Slot& slot = s.table[s.Find(key, h)];
   if (slot.data == nullptr) {
     s.stats.misses++;
@@ -243,6 +247,7 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
   const uint64_t cap = capacity() / kShards;
   std::lock_guard l(s.mu);
   if (count_access) s.Record(h);
+  ShrinkLocked(s, cap);  // before any early return: a spare may sit over the share
   if (s.table[s.Find(key, h)].data != nullptr) return;  // same key, same bytes
   uint8_t* reuse = nullptr;  // a victim's buffer of this size, taken out of the table
   auto release_reuse = [&] {

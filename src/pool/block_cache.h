@@ -36,16 +36,18 @@
 //
 // Threads: all methods are thread-safe. The cache is split into kShards shards, each with
 // its own mutex, slot table, sketch and 1/kShards of the capacity; block bytes are copied
-// under the shard lock (at most one block, microseconds). A block's shard is chosen by the
-// 256 KiB region of its vdev it lies in (a hash of it), not by its whole key: the blocks of
-// a run (a commit writes runs, a stream reads them) then go to one shard in order, and so
-// sit side by side in its arena, where a sequential read copies them as one stretch of
-// memory the CPU prefetches (SeqRead1M/0: 0.55-0.64 of raw with shards by key hash,
+// under the shard lock (one block: microseconds, or a fresh chunk's page faults). A block's shard
+// is chosen by the 256 KiB region of its vdev it lies in (a hash of it), not by its whole key: the
+// blocks of a run (a commit writes runs, a stream reads them) then go to one shard in order, and so
+// sit near each other in a chunk or two of its arena (side by side in a fresh chunk; in
+// freed slots, in reverse, after overwrites), where a sequential read copies them as
+// stretches of memory the CPU prefetches (SeqRead1M/0: 0.55-0.64 of raw with shards by key hash,
 // 0.79-0.80 by region, medians of three rounds: docs/bench.md, "Eighth round"). A region
 // is 256 KiB, or 1/64 of a shard's share if that is less (down to 4 KiB, a block each),
 // so a few regions can never hold more than a small part of a shard while the other
-// shards sit empty: the default cache's shards have 16 MiB each, and a 256 MiB volume is
-// 1,024 regions, 64 a shard.
+// shards sit empty. The spread is less even than by key: a 256 MiB volume is 1,024 regions,
+// 64 a shard on average and about a fifth more in the fullest, whose 16 MiB share (of the
+// default cache) then fills first; the shift comes from the bound, not the live capacity.
 #pragma once
 
 #include <atomic>
@@ -118,6 +120,8 @@ class BlockCache {
   // Blocks within one 2^region_shift_-byte region of a vdev share a shard (theory above).
   size_t ShardIndex(const BlockKey& key) const;
   Shard& ShardFor(const BlockKey& key) { return *shards_[ShardIndex(key)]; }
+  // Sheds the shard's memory down to `cap` (its share of capacity()); s.mu held.
+  void ShrinkLocked(Shard& s, uint64_t cap);
 
   const uint64_t max_bytes_;
   const std::atomic<uint64_t>* const other_bytes_;

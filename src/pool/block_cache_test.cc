@@ -110,6 +110,19 @@ TEST(BlockCacheTest, StaysWithinTheBoundSharedWithTheIndirectCache) {
   EXPECT_EQ(c.Stats().entries, 0u);
 }
 
+// A shard keeps one emptied chunk mapped as a spare (block_arena.h); when the indirect
+// cache takes the share back, inserts give the spares back too, not only lookups.
+TEST(BlockCacheTest, SparesGoBackWhenTheShareShrinks) {
+  std::atomic<uint64_t> indirect{0};
+  const uint64_t max = 4 * kMiB;
+  BlockCache c(max, &indirect);
+  for (uint64_t i = 0; i < 600; i++) c.Insert(Key(i), Block(i).data(), false);
+  for (uint64_t i = 0; i < 600; i++) c.Forget(Key(i));  // each shard keeps a spare
+  indirect = max - 128 * 1024;  // the block cache's share: little more than its tables
+  for (uint64_t i = 1000; i < 3000; i++) c.Insert(Key(i), Block(i).data(), false);
+  EXPECT_LE(c.bytes() + indirect.load(), max);
+}
+
 TEST(BlockCacheTest, ASequentialScanDoesNotWipeTheHotSet) {
   BlockCache c(2 * kMiB, nullptr);  // room for a few hundred 4 KiB blocks
   std::vector<uint8_t> out(4096);

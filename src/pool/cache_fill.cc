@@ -38,22 +38,22 @@ CacheFill::~CacheFill() {
 
 const uint8_t* CacheFill::Stop() {
   stop_.store(true);
-  const size_t i = claimed_.load();
-  return i == kNone ? nullptr : blocks_[i].second.data();
+  return claimed_.load();
 }
 
 void CacheFill::Run(bool threaded) {
   for (const BlockKey& key : forget_) cache_->Forget(key);
-  for (size_t i = 0; i < blocks_.size(); i++) {
+  for (const auto& [dva, data] : blocks_) {
     if (threaded) {
-      claimed_.store(i);
+      claimed_.store(data.data());
       if (stop_.load()) break;
     }
-    const auto& [dva, data] = blocks_[i];
     cache_->Insert(BlockKey{dva.vdev, static_cast<uint32_t>(data.size()), dva.offset, txg_},
                    data.data(), true);
   }
-  claimed_.store(kNone);
+  claimed_.store(nullptr);
+  std::vector<BlockKey>().swap(forget_);
+  std::vector<Block>().swap(blocks_);
   done_.store(true, std::memory_order_release);
 }
 

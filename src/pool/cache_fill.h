@@ -15,12 +15,18 @@
 // their volume for the next writes. Stop() says which block's copy may still be in flight:
 // copies go in order, each block claimed before the stop flag is read, so after Stop() no
 // other block is read again. The commit keeps that one buffer with the fill (Keep), freed
-// when the fill is destroyed, and gives the rest back at once; so a fill holds at most one
-// block of memory beyond the bound. A failed commit, whose buffers stay in its volumes,
-// destroys its fill, which stops and joins it.
+// when the fill is destroyed, and gives the rest back at once; so a fill holds one block
+// of data beyond the bound at most, and its lists (32 bytes a block, 24 a forget) until
+// its thread ends. A failed commit, whose buffers stay in its volumes, destroys its fill,
+// which stops and joins it.
+//
+// Left as it is: a fill stopped in the middle of copying block B, which the next commit
+// frees, may insert B after the next fill has forgotten it. The entry is dead, never wrong
+// (its key holds B's birth txg), and ages out as any other.
 //
 // Threads: the fill's own thread runs the forgets and copies and touches nothing else;
-// every method is called by one thread, the commit's (PoolImpl::sync_mu held).
+// every method is called by one thread, the commit's (PoolImpl::sync_mu held). A txg of
+// less than 1 MiB is copied on the commit's thread instead, before Start returns.
 #pragma once
 
 #include <atomic>
@@ -59,24 +65,23 @@ class CacheFill {
   void Keep(Volume::Buf buffer) { kept_.push_back(std::move(buffer)); }
 
  private:
-  static constexpr size_t kNone = SIZE_MAX;
-
   CacheFill(BlockCache* cache, uint64_t txg, std::vector<BlockKey> forget,
             std::vector<Block> blocks);
   void Run(bool threaded);
 
   BlockCache* const cache_;
   const uint64_t txg_;
-  const std::vector<BlockKey> forget_;
-  const std::vector<Block> blocks_;
+  std::vector<BlockKey> forget_;  // the thread's, until it ends (and frees them)
+  std::vector<Block> blocks_;
   // The protocol of Stop(), in the one total order of seq_cst operations: the thread
-  // stores the index it is about to copy, then reads stop_; Stop() stores stop_, then
-  // reads the index. The thread copies only blocks it claimed before reading stop_ false.
-  std::atomic<size_t> claimed_{kNone};
+  // stores the bytes of the block it is about to copy, then reads stop_; Stop() stores
+  // stop_, then reads claimed_. The thread copies only blocks it claimed before reading
+  // stop_ false, in order, so one claimed later than Stop()'s read is never copied.
+  std::atomic<const uint8_t*> claimed_{nullptr};
   std::atomic<bool> stop_{false};
   std::atomic<bool> done_{false};
   std::vector<Volume::Buf> kept_;
-  std::thread thread_;  // last: started once the members it reads exist
+  std::thread thread_;  // last: destroyed (joined first, in ~CacheFill) before the rest
 };
 
 }  // namespace volstack::pool

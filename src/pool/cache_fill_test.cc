@@ -51,7 +51,7 @@ TEST(CacheFillTest, AfterStopOnlyTheNamedBlockIsRead) {
     Buffers b(n);
     auto fill = CacheFill::Start(&cache, kTxg, {}, b.blocks);
     ASSERT_NE(fill, nullptr);
-    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 1000));
     const uint8_t* in_flight = fill->Stop();
     for (auto& buf : b.bufs) {
       if (buf.get() != in_flight) std::fill_n(buf.get(), kBlock, uint8_t{0xEE});
@@ -76,14 +76,17 @@ TEST(CacheFillTest, ForgetsAllRunEvenWhenStopped) {
   Buffers old(512);
   for (size_t i = 0; i < old.blocks.size(); i++) cache.Insert(KeyOf(i), old.bufs[i].get(), true);
   std::vector<BlockKey> forget;
-  for (size_t i = 0; i < old.blocks.size(); i++) forget.push_back(KeyOf(i));
+  std::vector<uint8_t> got(kBlock);
+  for (size_t i = 0; i < old.blocks.size(); i++) {
+    forget.push_back(KeyOf(i));
+    ASSERT_TRUE(cache.Lookup(KeyOf(i), got.data(), 0, kBlock)) << i;
+  }
   Buffers fresh(1024);
   for (auto& [dva, data] : fresh.blocks) dva.offset += uint64_t{1} << 30;  // elsewhere
   auto fill = CacheFill::Start(&cache, kTxg, forget, fresh.blocks);
   ASSERT_NE(fill, nullptr);
   fill->Stop();
   fill.reset();
-  std::vector<uint8_t> got(kBlock);
   for (const BlockKey& key : forget) EXPECT_FALSE(cache.Lookup(key, got.data(), 0, kBlock));
 }
 

@@ -332,8 +332,10 @@ Status Pool::Close() {
   if (impl_->closed) return Status::Ok();
   impl_->StopSyncThread();
   Status st = impl_->Sync();
-  impl_->FinishCacheFills();  // a closed pool runs no thread
-  impl_->closed = true;
+  impl_->closed = true;  // writes and flushes fail from here on
+  // The cache fills stop. A commit already under way when `closed` was set may start one
+  // more, which ~PoolImpl stops and joins.
+  impl_->FinishCacheFills();
   impl_->cv.notify_all();
   return st;
 }

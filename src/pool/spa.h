@@ -42,6 +42,9 @@ struct PoolTuning {
   std::chrono::milliseconds txg_timeout{5000};
   bool sync_thread = true;      // false: txgs commit only on Sync()/throttle (tests)
   size_t condense_blocks = 48;  // rewrite the space map once its log has this many blocks
+  // Freed data blocks a commit leaves to its block-cache fill to forget (cache_fill.h); it
+  // forgets the rest itself.
+  size_t max_queued_forgets = 1 << 16;
 };
 
 struct PoolCreateOptions {

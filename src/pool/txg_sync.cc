@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "pool/pool_impl.h"
 
@@ -52,10 +53,9 @@ Status SyncContext::Free(const BlockPtr& bp, Volume* owner) {
     if (owner != nullptr) owner->AdjustUsed(-static_cast<int64_t>(d.asize()));
   }
   if (pool->block_cache && bp.type == BlockType::kVolData) {
-    // The cache fill forgets them, off the tree update; a destroyed volume's blocks beyond
-    // the bound are forgotten here, as a tree can hold millions.
-    constexpr size_t kMaxQueuedForgets = 1 << 16;
-    if (forget.size() < kMaxQueuedForgets) {
+    // The cache fill forgets them, off the tree update; those beyond the bound are
+    // forgotten here (a destroyed volume's tree can hold millions of blocks).
+    if (forget.size() < pool->tuning.max_queued_forgets) {
       forget.push_back(PoolImpl::CacheKey(bp));
     } else {
       pool->block_cache->Forget(PoolImpl::CacheKey(bp));
@@ -232,8 +232,8 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
   for (auto& v : vols) datasets.push_back(v->synced_phys());
   zil->SyncBegin(ctx, vols, destroyed, datasets, closing);
   if (block_cache) {
-    ctx.cache_fill =
-        CacheFill::Start(block_cache.get(), txg, std::move(ctx.forget), std::move(ctx.written));
+    ctx.cache_fill = CacheFill::Start(block_cache.get(), txg, std::exchange(ctx.forget, {}),
+                                      std::exchange(ctx.written, {}));
   }
   // 4. space map and MOS
   std::vector<BlockPtr> old_meta;
@@ -318,6 +318,8 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     }
     v->Recycle(std::move(buffers));
   }
+  VS_CHECK(in_flight == nullptr);  // else a buffer still read went back to its volume
+  VS_CHECK(ctx.forget.empty());    // no data block is freed once the fill has started
   if (ctx.cache_fill && !ctx.cache_fill->done()) cache_fills.push_back(std::move(ctx.cache_fill));
   zil->SyncDone(txg);
   {

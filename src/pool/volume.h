@@ -13,7 +13,8 @@
 // copy), hints the vdev to start writing back long runs at once (the commit's flush
 // follows); each group of up to 1 MiB of blocks is checksummed and then written by one
 // thread (for a large txg the commit's and a helper take groups in turn), and the block
-// cache's copies are made on another thread once every tree is written (cache_fill.h).
+// cache's copies are made once every tree is written, on another thread for a large txg
+// (cache_fill.h).
 // FinishSync hands the syncing buffers to the commit, which gives them back (Recycle), but
 // for the one block whose copy may still be in flight: up to the txg's block count (at
 // most 16 MiB) are kept as spares, so a streaming writer reuses warm memory instead of
@@ -109,9 +110,9 @@ class Volume {
   // Moves the open map to the syncing map; returns the number of entries moved.
   size_t Quiesce();
   Status SyncTree(SyncContext& ctx);
-  // Empties the syncing map (its blocks are durable now) and returns its buffers, one of
-  // which the block cache's copies may still read (cache_fill.h); adds the dirty bytes
-  // released to *released.
+  // Empties the syncing map (the commit is past it: its blocks are durable, or its volume
+  // destroyed) and returns its buffers, one of which the block cache's copies may still
+  // read (cache_fill.h); adds the dirty bytes released to *released.
   std::map<uint64_t, Buf> FinishSync(uint64_t* released);
   // Keeps a synced txg's buffers as spares, up to as many as it had blocks and
   // kMaxSpareBytes; frees the rest.
