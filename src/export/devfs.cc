@@ -207,8 +207,10 @@ void Devfs::Impl::ForceStop() {
     // Not always MNT_FORCE: a thread reading the aborted connection gets ECONNABORTED,
     // which libfuse reports with perror, and the loop cancels its other threads meanwhile;
     // one cancelled inside perror (glibc's takes stderr's lock with no cancellation cleanup)
-    // left stderr locked, and the process hung at exit flushing it (a devfs_test run in CI,
-    // seen with gdb: the lock's owner a dead thread whose stack held perror).
+    // left stderr locked, and the process hung at exit flushing it (a devfs_test run in CI
+    // printed "fuse: reading device: Software caused connection abort" and hung; gdb: the
+    // lock's owner a dead thread whose stack held perror). With files open that can still
+    // happen: libfuse offers no other way to stop threads blocked reading the device.
     if (::umount2(dir_.c_str(), 0) != 0 && ::umount2(dir_.c_str(), MNT_FORCE) != 0) {
       ::umount2(dir_.c_str(), MNT_DETACH);
     }
