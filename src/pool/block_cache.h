@@ -36,18 +36,20 @@
 //
 // Threads: all methods are thread-safe. The cache is split into kShards shards, each with
 // its own mutex, slot table, sketch and 1/kShards of the capacity; block bytes are copied
-// under the shard lock (one block: microseconds, or a fresh chunk's page faults). A block's shard
-// is chosen by the 256 KiB region of its vdev it lies in (a hash of it), not by its whole key: the
-// blocks of a run (a commit writes runs, a stream reads them) then go to one shard in order, and so
-// sit near each other in a chunk or two of its arena (side by side in a fresh chunk; in
-// freed slots, in reverse, after overwrites), where a sequential read copies them as
-// stretches of memory the CPU prefetches (SeqRead1M/0: 0.55-0.64 of raw with shards by key hash,
-// 0.79-0.80 by region, medians of three rounds: docs/bench.md, "Eighth round"). A region
-// is 256 KiB, or 1/64 of a shard's share if that is less (down to 4 KiB, a block each),
-// so a few regions can never hold more than a small part of a shard while the other
-// shards sit empty. The spread is less even than by key: a 256 MiB volume is 1,024 regions,
-// 64 a shard on average and about a fifth more in the fullest, whose 16 MiB share (of the
-// default cache) then fills first; the shift comes from the bound, not the live capacity.
+// under the shard lock (one block: microseconds, or a fresh chunk's page faults).
+//
+// Shards. A block's shard is chosen by the 256 KiB region of its vdev it lies in (a hash
+// of it), not by its whole key: the blocks of a run (a commit writes runs, a stream reads
+// them) then go to one shard in order, and so sit near each other in a chunk or two of its
+// arena (side by side in a fresh chunk; in freed slots, in reverse, after overwrites),
+// where a sequential read copies them as stretches of memory the CPU prefetches
+// (SeqRead1M/0: 0.55-0.64 of raw with shards by key hash, 0.79-0.80 by region, medians of
+// three rounds: docs/bench.md, "Eighth round"). A region is 256 KiB, or 1/64 of a shard's
+// share if that is less (down to 4 KiB, a block each), so a few regions can never hold
+// more than a small part of a shard while the other shards sit empty. The spread is less
+// even than by key: a 256 MiB volume is 1,024 regions, 64 a shard on average and about a
+// fifth more in the fullest, whose 16 MiB share (of the default cache) then fills first;
+// the region size comes from the bound, not the live capacity.
 #pragma once
 
 #include <atomic>

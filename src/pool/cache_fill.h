@@ -61,8 +61,8 @@ class CacheFill {
   // still be in flight (they must stay put until done()), or nullptr when none is.
   const uint8_t* Stop();
   bool done() const { return done_.load(std::memory_order_acquire); }
-  // Holds a buffer (the one Stop() named) until the fill is destroyed.
-  void Keep(Volume::Buf buffer) { kept_.push_back(std::move(buffer)); }
+  // Holds the buffer Stop() named until the fill is destroyed.
+  void Keep(Volume::Buf buffer) { kept_ = std::move(buffer); }
 
  private:
   CacheFill(BlockCache* cache, uint64_t txg, std::vector<BlockKey> forget,
@@ -80,8 +80,8 @@ class CacheFill {
   std::atomic<const uint8_t*> claimed_{nullptr};
   std::atomic<bool> stop_{false};
   std::atomic<bool> done_{false};
-  std::vector<Volume::Buf> kept_;
-  std::thread thread_;  // last: destroyed (joined first, in ~CacheFill) before the rest
+  Volume::Buf kept_;
+  std::thread thread_;  // joined by ~CacheFill
 };
 
 }  // namespace volstack::pool

@@ -307,16 +307,10 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
   // whose copy may still be in flight, which the fill keeps until it ends (cache_fill.h).
   const uint8_t* in_flight = ctx.cache_fill ? ctx.cache_fill->Stop() : nullptr;
   for (auto& v : vols) {
-    auto buffers = v->FinishSync(&released);
-    for (auto it = buffers.begin(); in_flight != nullptr && it != buffers.end(); ++it) {
-      if (it->second.get() == in_flight) {
-        ctx.cache_fill->Keep(std::move(it->second));
-        buffers.erase(it);
-        in_flight = nullptr;
-        break;
-      }
+    if (Volume::Buf kept = v->FinishSync(&released, in_flight)) {
+      ctx.cache_fill->Keep(std::move(kept));
+      in_flight = nullptr;
     }
-    v->Recycle(std::move(buffers));
   }
   VS_CHECK(in_flight == nullptr);  // else a buffer still read went back to its volume
   VS_CHECK(ctx.forget.empty());    // no data block is freed once the fill has started

@@ -505,30 +505,33 @@ Volume::Buf Volume::NewBufLocked() {
   return b;
 }
 
-std::map<uint64_t, Volume::Buf> Volume::FinishSync(uint64_t* released) {
+Volume::Buf Volume::FinishSync(uint64_t* released, const uint8_t* withhold) {
   std::map<uint64_t, Buf> old;
+  Buf withheld;
   {
     std::lock_guard l(mu_);
     old.swap(syncing_);
     pool_->dirty_meta_bytes -= std::exchange(syncing_meta_, 0);
+    // Keep as many buffers as this txg used (up to kMaxSpareBytes) for the next one: a
+    // streaming writer then dirties recycled memory instead of fresh pages (malloc hands
+    // freed megabytes back to the kernel, and every new page faults and is zeroed again).
+    const size_t keep = std::min<size_t>(old.size(), std::max<uint64_t>(kMaxSpareBytes / vbs_, 1));
+    if (spare_.size() > keep) spare_.resize(keep);
+    for (auto& [blkid, buf] : old) {
+      if (withhold == nullptr && spare_.size() >= keep) break;
+      if (!buf) continue;
+      if (buf.get() == withhold) {
+        withheld = std::move(buf);
+        withhold = nullptr;
+      } else if (spare_.size() < keep) {
+        spare_.push_back(std::move(buf));
+      }
+    }
   }
   const uint64_t bytes = old.size() * uint64_t{vbs_};
   dirty -= bytes;
   *released += bytes;
-  return old;
-}
-
-void Volume::Recycle(std::map<uint64_t, Buf> buffers) {
-  std::lock_guard l(mu_);
-  // A streaming writer then dirties recycled memory instead of fresh pages (malloc hands
-  // freed megabytes back to the kernel, and every new page faults and is zeroed again).
-  const size_t keep =
-      std::min<size_t>(buffers.size(), std::max<uint64_t>(kMaxSpareBytes / vbs_, 1));
-  if (spare_.size() > keep) spare_.resize(keep);
-  for (auto& [blkid, buf] : buffers) {
-    if (spare_.size() >= keep) break;
-    if (buf) spare_.push_back(std::move(buf));
-  }
+  return withheld;
 }
 
 Status Volume::SyncTree(SyncContext& ctx) {

@@ -15,10 +15,10 @@
 // thread (for a large txg the commit's and a helper take groups in turn), and the block
 // cache's copies are made once every tree is written, on another thread for a large txg
 // (cache_fill.h).
-// FinishSync hands the syncing buffers to the commit, which gives them back (Recycle), but
-// for the one block whose copy may still be in flight: up to the txg's block count (at
-// most 16 MiB) are kept as spares, so a streaming writer reuses warm memory instead of
-// faulting in fresh pages.
+// FinishSync keeps up to the txg's block count (at most 16 MiB) of buffers as spares for
+// the next txg, so a streaming writer reuses warm memory instead of faulting in fresh
+// pages; the one buffer whose copy into the block cache may still be in flight goes to
+// that copy instead (cache_fill.h).
 // A partial-block write of a block in neither map reads it from the tree under a per-block
 // "loading" marker: other writers of that block wait, so read-modify-write never loses a
 // concurrent write.
@@ -111,12 +111,11 @@ class Volume {
   size_t Quiesce();
   Status SyncTree(SyncContext& ctx);
   // Empties the syncing map (the commit is past it: its blocks are durable, or its volume
-  // destroyed) and returns its buffers, one of which the block cache's copies may still
-  // read (cache_fill.h); adds the dirty bytes released to *released.
-  std::map<uint64_t, Buf> FinishSync(uint64_t* released);
-  // Keeps a synced txg's buffers as spares, up to as many as it had blocks and
-  // kMaxSpareBytes; frees the rest.
-  void Recycle(std::map<uint64_t, Buf> buffers);
+  // destroyed), keeps up to as many of its buffers as it had blocks (and kMaxSpareBytes)
+  // as spares and frees the rest, but for the one holding `withhold`, which it returns (a
+  // block the block cache's copies may still read: cache_fill.h). Adds the dirty bytes
+  // released to *released.
+  Buf FinishSync(uint64_t* released, const uint8_t* withhold = nullptr);
   // Frees every block of the tree (destroy). Reads indirect blocks only.
   Status FreeTree(SyncContext& ctx);
   // Calls fn for every non-hole pointer in the tree (indirect ones before their children).
@@ -182,7 +181,7 @@ class Volume {
   uint64_t open_l1s_ = 0, open_meta_ = 0;  // GUARDED_BY(mu_)
   uint64_t syncing_meta_ = 0;              // GUARDED_BY(mu_)
   // Buffers of the last synced txg kept for reuse, at most as many as it had dirty blocks
-  // and kMaxSpareBytes (Recycle).
+  // and kMaxSpareBytes (FinishSync).
   static constexpr uint64_t kMaxSpareBytes = 16 << 20;
   std::vector<Buf> spare_;                                    // GUARDED_BY(mu_)
   std::map<void*, std::function<void(uint64_t)>> listeners_;  // GUARDED_BY(mu_)
