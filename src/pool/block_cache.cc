@@ -159,8 +159,11 @@ struct BlockCache::Shard {
 };
 
 size_t BlockCache::ShardIndex(const BlockKey& key) const {
-  return static_cast<size_t>(Mix((key.offset >> region_shift_) ^ (uint64_t{key.vdev} << 48)) &
-                             (kShards - 1));
+  // Within each aligned group of kShards regions the shards are a permutation (XOR with one
+  // hashed value per group), so data laid out contiguously spreads exactly evenly, while a
+  // stride of whole groups still lands on shards at random.
+  const uint64_t region = (key.offset >> region_shift_) ^ (uint64_t{key.vdev} << 48);
+  return static_cast<size_t>((region ^ Mix(region / kShards)) & (kShards - 1));
 }
 
 BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_bytes)
@@ -198,6 +201,15 @@ BlockCache::~BlockCache() {
   Unmap(tables_);
 }
 
+uint64_t BlockCache::ShareOf(size_t shard) const {
+  // Whole chunks: a shard can use no part of a chunk (a huge page is faulted whole), so a
+  // share of 7.6 chunks would hold 7 and waste the rest. The chunks the bound allows are
+  // dealt out instead, the first shards taking one more.
+  const uint64_t chunk = shards_[0]->arena.chunk_bytes();
+  const uint64_t chunks = capacity() / chunk;
+  return (chunks / kShards + (shard < chunks % kShards ? 1 : 0)) * chunk;
+}
+
 uint64_t BlockCache::capacity() const {
   const uint64_t other = other_bytes_ ? other_bytes_->load(std::memory_order_relaxed) : 0;
   const uint64_t used = other + fixed_bytes_;
@@ -216,8 +228,9 @@ void BlockCache::ShrinkLocked(Shard& s, uint64_t cap) {
 bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint32_t n,
                         bool count_access) {
   const uint64_t h = HashKey(key);
-  Shard& s = ShardFor(key);
-  const uint64_t cap = capacity() / kShards;
+  const size_t index = ShardIndex(key);
+  Shard& s = *shards_[index];
+  const uint64_t cap = ShareOf(index);
   std::lock_guard l(s.mu);
   if (count_access) s.Record(h);
   ShrinkLocked(s, cap);
@@ -243,8 +256,9 @@ void BlockCache::Prefetch(const BlockKey& key, bool count_access) const {
 
 void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_access) {
   const uint64_t h = HashKey(key);
-  Shard& s = ShardFor(key);
-  const uint64_t cap = capacity() / kShards;
+  const size_t index = ShardIndex(key);
+  Shard& s = *shards_[index];
+  const uint64_t cap = ShareOf(index);
   std::lock_guard l(s.mu);
   if (count_access) s.Record(h);
   ShrinkLocked(s, cap);  // before any early return: a spare may sit over the share
