@@ -55,6 +55,13 @@ uint64_t BlockArena::ReleaseSpare() {
   return chunk_bytes_;
 }
 
+void BlockArena::AddSpare(std::span<uint8_t> chunk) {
+  VS_CHECK(spare_.empty());
+  VS_CHECK_OP(chunk.size(), ==, chunk_bytes_);
+  spare_ = chunk;
+  mapped_bytes_ += chunk_bytes_;
+}
+
 uint8_t* BlockArena::Allocate(uint32_t size) {
   VS_CHECK_OP(size, >, 0u);
   if (!InChunks(size)) {

@@ -13,14 +13,14 @@
 // they are 2 MiB. A chunk serves one block size at a time: its slots are handed out from
 // a free-slot stack, then from its never-used tail. A chunk whose last block is freed
 // becomes the arena's one spare when it has none (still mapped, still charged), else it is
-// unmapped; the next chunk needed, of any block size, is the spare. Overwrites empty
-// chunks steadily (a commit forgets the blocks it frees while it caches their new
-// versions), and on this class of VM a fresh huge page costs 2-4 ms to fault in: the host
-// has taken the freed memory back (docs/bench.md, "Eighth round"). ReleaseSpare gives it
-// back when the shard must shrink, so a shard that switches block sizes (another
-// volblocksize) still returns the old size's memory as its blocks age out. Blocks bigger
-// than half a chunk are plain malloc'd buffers (a chunk would waste up to half of itself
-// on them).
+// unmapped (the block cache's reserve may also map one ahead of need: AddSpare); the next
+// chunk needed, of any block size, is the spare. Overwrites empty chunks steadily (a
+// commit forgets the blocks it frees while it caches their new versions), and on this
+// class of VM a fresh huge page costs 2-4 ms to fault in: the host has taken the freed
+// memory back (docs/bench.md, "Eighth round"). ReleaseSpare gives it back when the shard
+// must shrink, so a shard that switches block sizes (another volblocksize) still returns
+// the old size's memory as its blocks age out. Blocks bigger than half a chunk are plain
+// malloc'd buffers (a chunk would waste up to half of itself on them).
 //
 // Threads: none of its own; the shard's mutex guards every call.
 #pragma once
@@ -59,6 +59,11 @@ class BlockArena {
   uint64_t GrowthFor(uint32_t size) const;
   // Unmaps the spare chunk, if any; returns the bytes given back.
   uint64_t ReleaseSpare();
+  // Takes a chunk mapped ahead of need (MapAligned(chunk_bytes(), chunk_bytes()), its pages
+  // already faulted in) as the spare, charged from now on: BlockCache's reserve. Requires
+  // !has_spare().
+  void AddSpare(std::span<uint8_t> chunk);
+  bool has_spare() const { return !spare_.empty(); }
   // The address range of the chunk with the fewest blocks in use (the cheapest to empty),
   // or an empty span when no chunk is mapped.
   std::span<uint8_t> SparsestChunk() const;

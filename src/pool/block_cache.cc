@@ -1,9 +1,13 @@
 #include "pool/block_cache.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <memory>
+#include <system_error>
 
 #include "pool/block_arena.h"
 #include "util/check.h"
@@ -166,8 +170,8 @@ size_t BlockCache::ShardIndex(const BlockKey& key) const {
   return static_cast<size_t>((region ^ Mix(region / kShards)) & (kShards - 1));
 }
 
-BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_bytes)
-    : max_bytes_(max_bytes), other_bytes_(other_bytes) {
+BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_bytes, bool reserve)
+    : max_bytes_(max_bytes), other_bytes_(other_bytes), reserve_(reserve) {
   // Per shard: room for `entries` blocks of 4 KiB (data blocks are no smaller); a table of
   // twice as many slots (at most half full); a sketch 4 counters wide per entry (few
   // collisions) whose counts are halved every 10 x entries accesses; memory in chunks of
@@ -196,6 +200,10 @@ BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_by
 }
 
 BlockCache::~BlockCache() {
+  if (reserve_thread_.joinable()) {
+    reserve_thread_.request_stop();
+    reserve_thread_.join();
+  }
   Clear();
   shards_.clear();
   Unmap(tables_);
@@ -254,7 +262,57 @@ void BlockCache::Prefetch(const BlockKey& key, bool count_access) const {
   for (int r = 0; r < kRows; r++) __builtin_prefetch(&s.sketch[s.SketchSlot(h, r)]);
 }
 
+void BlockCache::Reserve(std::stop_token stop) {
+  // Idle priority: the faults run on a CPU nothing else wants. Advice only.
+  sched_param param{};
+  pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
+  for (;;) {
+    bool grew = false;
+    for (size_t i = 0; i < shards_.size(); i++) {
+      if (stop.stop_requested()) return;
+      Shard& s = *shards_[i];
+      const uint64_t chunk = s.arena.chunk_bytes();
+      const auto room = [&] { return s.bytes() + chunk <= ShareOf(i) && !s.arena.has_spare(); };
+      {
+        std::lock_guard l(s.mu);
+        if (!room()) continue;
+      }
+      const std::span<uint8_t> memory = MapAligned(chunk, chunk);
+      if (memory.empty()) return;
+      for (uint64_t at = 0; at < memory.size(); at += 4096) memory[at] = 0;  // the faults
+      std::lock_guard l(s.mu);
+      if (!room()) {
+        Unmap(memory);
+        continue;
+      }
+      s.arena.AddSpare(memory);
+      bytes_ += chunk;
+      grew = true;
+    }
+    if (!grew) {
+      std::unique_lock l(reserve_mu_);
+      if (!reserve_cv_.wait(l, stop, [&] { return reserve_wanted_; })) return;
+      reserve_wanted_ = false;
+    }
+  }
+}
+
+void BlockCache::WakeReserve() {
+  std::lock_guard l(reserve_mu_);
+  reserve_wanted_ = true;
+  reserve_cv_.notify_one();
+}
+
 void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_access) {
+  if (reserve_) {
+    std::call_once(reserve_started_, [this] {
+      try {
+        reserve_thread_ = std::jthread([this](std::stop_token stop) { Reserve(stop); });
+      } catch (const std::system_error&) {
+        // No thread to be had: the cache grows on demand, as without the reserve.
+      }
+    });
+  }
   const uint64_t h = HashKey(key);
   const size_t index = ShardIndex(key);
   Shard& s = *shards_[index];
@@ -300,7 +358,9 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
     return;
   }
   const uint64_t before = s.bytes();
+  const bool had_spare = s.arena.has_spare();
   uint8_t* buf = reuse ? reuse : s.arena.Allocate(key.size);
+  if (reserve_ && had_spare && !s.arena.has_spare()) WakeReserve();
   if (buf == nullptr) {  // no memory to be had: a cache can do without
     s.stats.rejected++;
     return;

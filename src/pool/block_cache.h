@@ -14,6 +14,21 @@
 // its blocks on a thread of its own that no commit waits for (cache_fill.h): what it did
 // not get to is read from the vdev when asked for.
 //
+// Memory ahead of need. On this class of VM memory the kernel has not handed out lately
+// is slow to touch: a fresh 2 MiB huge page costs 2-4 ms to fault in (the host took it
+// back), so a cache growing to 256 MiB spends over half a second of CPU in page faults,
+// inside the copies of commits and reads, under the shard's lock (docs/bench.md, "Eighth
+// and ninth rounds"). With `reserve`, the first Insert starts a thread at idle priority
+// that keeps one chunk per shard mapped and faulted in ahead of need, as a spare
+// (BlockArena::AddSpare) charged to the bound like any chunk; an Insert that takes a spare
+// wakes it to fault the next. It maps nothing past a shard's share and sleeps when every
+// shard has its spare or is full. The copies then rarely touch fresh memory, and while a
+// cache grows two threads fault it in rather than one. One chunk ahead did as well as
+// faulting the whole share in at once (pool_bench SeqRead1M/0, the share of reads that
+// hit the blocks the commits cached: medians of 7, 96 % with one chunk ahead, 95 % with
+// the whole share, 90 % without), and holds at most a chunk per shard that nothing uses.
+// A pool that only lists its datasets never inserts, and so never reserves.
+//
 // Bound. The cache shares the pool's `cache` bound (PoolTuning::cache_max_bytes) with the
 // indirect-block cache, which has priority: this cache holds at most max - indirect bytes
 // and shrinks when the indirect cache grows. Block copies live in each shard's BlockArena
@@ -57,10 +72,13 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
+#include <stop_token>
+#include <thread>
 #include <vector>
 
 namespace volstack::pool {
@@ -88,8 +106,9 @@ class BlockCache {
   static constexpr size_t kShards = 16;
 
   // The cache holds at most max_bytes - *other_bytes (the indirect cache), read live.
-  // `other_bytes` must outlive the cache; nullptr means no other user of the bound.
-  BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_bytes);
+  // `other_bytes` must outlive the cache; nullptr means no other user of the bound. With
+  // `reserve`, the first Insert starts the reserve (see above).
+  BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_bytes, bool reserve = false);
   ~BlockCache();
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
@@ -138,6 +157,15 @@ class BlockCache {
   std::atomic<uint64_t> bytes_{0};
   std::span<uint8_t> tables_;  // every shard's slot table and sketch, in huge pages
   std::vector<std::unique_ptr<Shard>> shards_;
+  // The reserve: faults each shard's share in, as spare chunks, ahead of need.
+  void Reserve(std::stop_token stop);
+  const bool reserve_;
+  void WakeReserve();
+  std::once_flag reserve_started_;
+  std::mutex reserve_mu_;
+  std::condition_variable_any reserve_cv_;
+  bool reserve_wanted_ = false;  // GUARDED_BY(reserve_mu_): a spare was taken
+  std::jthread reserve_thread_;  // stopped and joined first thing in ~BlockCache
 };
 
 }  // namespace volstack::pool

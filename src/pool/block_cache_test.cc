@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace volstack::pool {
@@ -133,6 +135,55 @@ TEST(BlockCacheTest, ContiguousBlocksFillTheWholeCapacity) {
   for (uint64_t i = 0; i < n; i++) c.Insert(Key(i), Block(i).data(), true);
   EXPECT_GE(c.Stats().entries * 4096, c.capacity() / 100 * 95);
   EXPECT_LE(c.bytes(), 32 * kMiB);
+}
+
+// Waits (up to 10 s) until the cache's bytes() equals `want`; returns the last value seen.
+uint64_t AwaitBytes(const BlockCache& c, uint64_t want) {
+  for (int i = 0; i < 1000 && c.bytes() != want; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return c.bytes();
+}
+
+// The reserve (block_cache.h) keeps one chunk faulted in ahead of need in every shard, and
+// another once an insert takes it: fed the same blocks, a cache with the reserve holds a
+// chunk per shard more than one without, and the same entries.
+TEST(BlockCacheTest, TheReserveKeepsOneChunkAheadInEveryShard) {
+  const uint64_t chunk = 256 * 1024;  // of a 32 MiB cache
+  BlockCache plain(32 * kMiB, nullptr), reserved(32 * kMiB, nullptr, /*reserve=*/true);
+  const uint64_t ahead = BlockCache::kShards * chunk;
+  plain.Insert(Key(0), Block(0).data(), false);
+  reserved.Insert(Key(0), Block(0).data(), false);  // the reserve starts now
+  EXPECT_EQ(AwaitBytes(reserved, plain.bytes() + ahead), plain.bytes() + ahead);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(reserved.bytes(), plain.bytes() + ahead);  // and no more
+  // 4 MiB more (16 chunks' worth), spread over the shards: each takes its spare at least
+  // once, and gets another.
+  for (uint64_t i = 1; i <= 1024; i++) {
+    plain.Insert(Key(i), Block(i).data(), false);
+    reserved.Insert(Key(i), Block(i).data(), false);
+  }
+  EXPECT_EQ(AwaitBytes(reserved, plain.bytes() + ahead), plain.bytes() + ahead);
+  EXPECT_EQ(reserved.Stats().entries, plain.Stats().entries);
+  std::vector<uint8_t> out(4096);
+  for (uint64_t i = 0; i <= 1024; i++) {
+    ASSERT_TRUE(reserved.Lookup(Key(i), out.data(), 0, 4096)) << i;
+    ASSERT_EQ(out, Block(i)) << i;
+  }
+}
+
+// The reserve maps nothing past a shard's share, however small.
+TEST(BlockCacheTest, TheReserveStaysWithinTheShares) {
+  std::atomic<uint64_t> indirect{0};
+  const uint64_t max = 32 * kMiB;
+  BlockCache c(max, &indirect, /*reserve=*/true);
+  const uint64_t fixed = c.bytes();
+  // Room for 20 chunks of 256 KiB: four shards get two, the other twelve one.
+  indirect = max - fixed - 20 * 256 * 1024;
+  for (uint64_t i = 0; i < 2000; i++) c.Insert(Key(i), Block(i).data(), true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_LE(c.bytes() + indirect.load(), max);
+  EXPECT_GE(c.Stats().entries, 16u * 64);  // every shard holds at least a chunk of blocks
 }
 
 TEST(BlockCacheTest, ASequentialScanDoesNotWipeTheHotSet) {

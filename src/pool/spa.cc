@@ -168,6 +168,8 @@ PoolImpl::~PoolImpl() {
   FinishCacheFills();
   volumes.clear();
   pending_destroy.clear();
+  // The cache's reserve thread reads cache_bytes, a later member destroyed before it.
+  block_cache.reset();
 }
 
 uint64_t PoolImpl::total_size() const {
