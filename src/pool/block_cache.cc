@@ -202,6 +202,10 @@ BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_by
 BlockCache::~BlockCache() {
   if (reserve_thread_.joinable()) {
     reserve_thread_.request_stop();
+    // Back to normal priority for the chunk it may be faulting in: at idle priority on a
+    // busy machine that one chunk could keep the close waiting for seconds.
+    sched_param param{};
+    pthread_setschedparam(reserve_thread_.native_handle(), SCHED_OTHER, &param);
     reserve_thread_.join();
   }
   Clear();
