@@ -193,6 +193,7 @@ BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_by
         std::span<Shard::Slot>(all_slots + i * slots, slots),
         std::span<uint8_t>(all_counters + i * counters, counters), 10 * entries, chunk));
   }
+  chunk_shift_ = std::countr_zero(chunk);
   region_shift_ =
       std::clamp(static_cast<int>(std::bit_width(max_bytes / kShards / 64)) - 1, 12, 18);
   fixed_bytes_ = tables_.size();
@@ -214,12 +215,11 @@ BlockCache::~BlockCache() {
 }
 
 uint64_t BlockCache::ShareOf(size_t shard) const {
-  // Whole chunks: a shard can use no part of a chunk (a huge page is faulted whole), so a
-  // share of 7.6 chunks would hold 7 and waste the rest. The chunks the bound allows are
-  // dealt out instead, the first shards taking one more.
-  const uint64_t chunk = shards_[0]->arena.chunk_bytes();
-  const uint64_t chunks = capacity() / chunk;
-  return (chunks / kShards + (shard < chunks % kShards ? 1 : 0)) * chunk;
+  // Whole chunks: a shard is charged the chunks it maps, so a share of 7.6 chunks would
+  // hold 7 and waste the rest. The chunks the bound allows are dealt out instead, the
+  // first shards taking one more. (Shifts: this runs on every lookup.)
+  const uint64_t chunks = capacity() >> chunk_shift_;
+  return (chunks / kShards + (shard < chunks % kShards ? 1 : 0)) << chunk_shift_;
 }
 
 uint64_t BlockCache::capacity() const {

@@ -153,6 +153,7 @@ class BlockCache {
   const uint64_t max_bytes_;
   const std::atomic<uint64_t>* const other_bytes_;
   int region_shift_ = 12;
+  int chunk_shift_ = 12;      // log2 of every shard arena's chunk size
   uint64_t fixed_bytes_ = 0;  // sketches and slot tables
   std::atomic<uint64_t> bytes_{0};
   std::span<uint8_t> tables_;  // every shard's slot table and sketch, in huge pages
