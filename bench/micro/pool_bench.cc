@@ -10,7 +10,9 @@
 //                 see Backing below). The sides alternate per flush interval. Counters:
 //                 last_ratio (the last of 3 passes: the first also fills the pool's cache
 //                 from fresh memory), per interval ref_ms, pool_write_ms, pool_flush_ms;
-//                 cached_pct: the share of the written blocks the commits cached
+//                 cached_pct: the share of the written blocks the commits cached; per
+//                 commit (txg_stats.h) txg_trees_ms, txg_flush1_ms, txg_ub_ms,
+//                 txg_other_ms; early_pct: the share of the data written early
 //   RandRead4K/0  4 KiB random reads of written data (page cache warm)  target ratio >= 0.8
 //   SeqRead1M/0   1 MiB sequential reads of written data, volblocksize 16K (page cache
 //                 warm)                                                 target ratio >= 0.8
@@ -245,6 +247,24 @@ void RandWrite4K(benchmark::State& state) {
 }
 BENCHMARK(RandWrite4K)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
 
+// The commits' steps between two snapshots (txg_stats.h), in ms per commit: trees (the
+// data and indirect blocks: checksums, the kernel's copies, write-back started), flush1
+// (the first flush), ub (uberblocks and the second flush), other (space map, MOS, finish);
+// and early_pct, the share of the data blocks written early (early_write.cc).
+void ReportTxgSteps(benchmark::State& state, const pool::TxgStats& a, const pool::TxgStats& b) {
+  const double commits = double(b.commits - a.commits);
+  if (commits == 0) return;
+  auto per_commit = [&](std::chrono::nanoseconds d) { return double(d.count()) / commits / 1e6; };
+  state.counters["commits"] = commits;
+  const uint64_t data = b.data_bytes - a.data_bytes;
+  state.counters["early_pct"] =
+      data > 0 ? 100.0 * double(b.early_bytes - a.early_bytes) / double(data) : 0;
+  state.counters["txg_trees_ms"] = per_commit(b.trees - a.trees);
+  state.counters["txg_flush1_ms"] = per_commit(b.flush - a.flush);
+  state.counters["txg_ub_ms"] = per_commit(b.uberblocks - a.uberblocks);
+  state.counters["txg_other_ms"] = per_commit(b.space_maps - a.space_maps + b.finish - a.finish);
+}
+
 // /0: sparse files; /1: written files (Backing above).
 void SeqWrite64K(benchmark::State& state) {
   const uint64_t size = 256 * kMiB;
@@ -255,6 +275,7 @@ void SeqWrite64K(benchmark::State& state) {
   auto d = Data(65536);
   const uint64_t between_flushes = 16 * kMiB;
   double ref_s = 0, pool_s = 0, pool_write_s = 0, last_ref_s = 0, last_pool_s = 0;
+  const pool::TxgStats txgs_before = pv.pool->impl()->TxgStatsSnapshot();
   for (auto _ : state) {
     last_ref_s = last_pool_s = 0;
     // The two sides take turns per flush interval, so a drift in the host disk's speed
@@ -288,6 +309,7 @@ void SeqWrite64K(benchmark::State& state) {
   state.counters["ref_ms"] = ref_s / intervals * 1e3;
   state.counters["pool_write_ms"] = pool_write_s / intervals * 1e3;
   state.counters["pool_flush_ms"] = (pool_s - pool_write_s) / intervals * 1e3;
+  ReportTxgSteps(state, txgs_before, pv.pool->impl()->TxgStatsSnapshot());
   // How much of what was written the commits copied into the block cache before they
   // stopped the copies (they never wait for them).
   const auto cache = pv.pool->impl()->block_cache->Stats();

@@ -103,8 +103,8 @@ Result<CheckReport> CheckPool(Pool& pool, bool verify_data) {
     // live, meta, deferred and free must tile the allocatable range.
     RangeSet all;
     uint64_t sum = 0;
-    for (const RangeSet* s :
-         {&p.live[v], &meta[v], &deferred[v], &p.free[v], &zil.reserve[v], &zil.blocks[v]}) {
+    for (const RangeSet* s : {&p.live[v], &meta[v], &deferred[v], &p.free[v], &p.early[v],
+                              &zil.reserve[v], &zil.blocks[v]}) {
       for (auto [a, b] : s->ranges()) {
         if (!all.Add(a, b - a))
           err("vdev " + std::to_string(v) + ": overlap at " + std::to_string(a));

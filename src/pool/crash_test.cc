@@ -12,7 +12,8 @@
 //   - CheckPool finds every tree, the space map and the log blocks consistent (no leak, no
 //     double allocation) and every data checksum good;
 //   - the pool keeps working: more writes, a flush, and the check again.
-// A quarter of the points run in a pool nearly full, so writes wait for freed space.
+// A quarter of the points run in a pool nearly full, so writes wait for freed space. Early
+// writes (early_write.cc) run between operations, as the early writer does between writes.
 // Volumes use the intent log (logbias=latency) mostly, some logbias=throughput (flush =
 // txg commit) and some sync=always. CI runs kCiCrashPoints crash points across seeds;
 // VOLSTACK_LONG=1 runs 20x more; VOLSTACK_CRASH_SEED=N reruns the point of seed N
@@ -56,6 +57,7 @@ struct Outcome {
   uint64_t replayed = 0;       // log records replayed by the imports
   uint64_t double_cuts = 0;    // points with a second power cut during import
   uint64_t space_commits = 0;  // commits made for a write that found no room
+  uint64_t early_bytes = 0;    // data written early and adopted by a commit before the cut
 };
 
 Outcome RunCrashPoint(uint64_t seed) {
@@ -76,6 +78,7 @@ Outcome RunCrashPoint(uint64_t seed) {
   co.tuning.sync_thread = false;
   co.tuning.dirty_max_bytes = (1 + rng() % 4) * 128 * 1024;  // throttle commits too
   co.tuning.condense_blocks = 2 + rng() % 8;
+  co.tuning.early_write_run_bytes = 16384 * (1 + rng() % 4);  // early writes: see the ops
   co.ashift = rng() % 3 == 0 ? 9 : 12;
   auto created = Pool::Create("trunk", devs, co);
   if (!created.ok()) return fail("create: " + created.status().ToString());
@@ -137,6 +140,8 @@ Outcome RunCrashPoint(uint64_t seed) {
       if (st.ok()) {
         for (int w = 0; w < nvols; w++) durable(w);
       }
+    } else if (r < 20) {
+      pool->impl()->WriteEarlyNow();  // what the early writer does while writes go on
     } else {
       Op op;
       op.vol = v;
@@ -181,6 +186,7 @@ Outcome RunCrashPoint(uint64_t seed) {
     if (f->powered()) f->CutPower(mode).IgnoreError();
   }
   out.space_commits = pool->impl()->space_commits;
+  out.early_bytes = pool->impl()->TxgStatsSnapshot().early_bytes;
   vols.clear();
   pool.reset();  // its close-time sync fails on the dead devices: nothing reaches the image
 
@@ -304,13 +310,14 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
     if (const char* n = std::getenv("VOLSTACK_CRASH_POINTS")) points = std::atoi(n);
   }
   int failures = 0;
-  uint64_t ops = 0, replayed = 0, double_cuts = 0, space_commits = 0;
+  uint64_t ops = 0, replayed = 0, double_cuts = 0, space_commits = 0, early_bytes = 0;
   for (int i = 0; i < points; i++) {
     Outcome o = RunCrashPoint(first_seed + static_cast<uint64_t>(i));
     ops += o.ops;
     replayed += o.replayed;
     double_cuts += o.double_cuts;
     space_commits += o.space_commits;
+    early_bytes += o.early_bytes;
     if (!o.error.empty()) {
       ADD_FAILURE() << o.error;
       if (++failures >= 5) break;
@@ -318,12 +325,14 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
   }
   std::printf(
       "crash points: %d, workload ops: %llu, log records replayed: %llu, "
-      "cuts during import: %llu, commits for space: %llu\n",
+      "cuts during import: %llu, commits for space: %llu, early bytes adopted: %llu\n",
       points, static_cast<unsigned long long>(ops), static_cast<unsigned long long>(replayed),
-      static_cast<unsigned long long>(double_cuts), static_cast<unsigned long long>(space_commits));
-  // The suite must exercise the log (replays and cuts during import happen) and writes
-  // that wait for space.
+      static_cast<unsigned long long>(double_cuts), static_cast<unsigned long long>(space_commits),
+      static_cast<unsigned long long>(early_bytes));
+  // The suite must exercise the log (replays and cuts during import happen), writes
+  // that wait for space and early writes that commits adopt.
   if (points >= 100) {
+    EXPECT_GT(early_bytes, 0u);
     EXPECT_GT(replayed, 0u);
     EXPECT_GT(double_cuts, 0u);
     EXPECT_GT(space_commits, 0u);

@@ -20,6 +20,7 @@
 #include "pool/mos_format.h"
 #include "pool/range_set.h"
 #include "pool/spa.h"
+#include "pool/txg_stats.h"
 #include "pool/vdev.h"
 #include "pool/volume.h"
 #include "pool/zil.h"
@@ -56,8 +57,13 @@ struct SyncContext {
   std::vector<CacheFill::Block> written;
   std::vector<BlockKey> forget;
   std::unique_ptr<CacheFill> cache_fill;
+  uint64_t data_bytes = 0;   // data blocks written (TxgStats)
+  uint64_t early_bytes = 0;  // of those, adopted from early writes
 
   Result<Dva> Allocate(uint64_t size, Volume* owner);
+  // Takes a block written early (PoolImpl::AllocateEarlyLocked) into this txg, as Allocate
+  // would have.
+  void Adopt(const Dva& dva, Volume* owner);
   Status Free(const BlockPtr& bp, Volume* owner);
   Status Write(const Dva& dva, std::span<const uint8_t> data);
   Status FlushWrites();
@@ -153,6 +159,9 @@ class PoolImpl {
   std::mutex sync_mu;
   std::vector<RangeSet> free;  // GUARDED_BY(sync_mu) per vdev
   std::vector<RangeSet> live;  // GUARDED_BY(sync_mu) per vdev: space-map-recorded blocks
+  // GUARDED_BY(sync_mu) per vdev: allocated for early writes (early_write.cc), not yet
+  // adopted by a commit or given back. In no space map: a crash leaves the space free.
+  std::vector<RangeSet> early;
   // Allocation is next-fit from a cursor per vdev, so a txg's blocks land in runs and one
   // vdev write carries many. A released free run of kRewindRunBytes or more below the
   // cursor pulls it back (ReleaseLocked): overwritten space is written again before
@@ -188,11 +197,31 @@ class PoolImpl {
   // free pending at the first.
   bool CommitForSpace();
   std::atomic<uint64_t> space_commits{0};  // txgs CommitForSpace committed (tests)
+  TxgStats txg_stats;                      // GUARDED_BY(sync_mu)
+  TxgStats TxgStatsSnapshot() {
+    std::lock_guard l(sync_mu);
+    return txg_stats;
+  }
   // The sync thread's commit on a kick: skipped when, once sync_mu is held, less than
   // `bytes` is dirty (a commit that ran meanwhile took the data that kicked it).
   Status SyncIfDirtyAtLeast(uint64_t bytes);
   Result<Dva> AllocateLocked(uint64_t size);
   void ReleaseLocked(const Dva& dva);  // back to the free set
+  // Early writes (early_write.cc), sync_mu held: space for one, taken from the free set
+  // into `early`, and back.
+  Result<Dva> AllocateEarlyLocked(uint64_t size);
+  void ReleaseEarlyLocked(const Dva& dva);
+  // The early writer: a thread started with the sync thread, woken by WakeEarlyWriter when
+  // a volume has a run's worth of whole new blocks, running Volume::WriteEarly for each.
+  void WakeEarlyWriter();
+  void WriteEarlyNow();  // one pass over every volume, on this thread (tests)
+  void StartEarlyWriter();
+  void StopEarlyWriter();
+  std::mutex early_mu;
+  std::condition_variable early_cv;
+  bool early_wanted = false;  // GUARDED_BY(early_mu)
+  bool early_stop = false;    // GUARDED_BY(early_mu)
+  std::thread early_writer;
   Status WriteMetaBlock(SyncContext& ctx, BlockType type, std::vector<uint8_t> data, BlockPtr* bp);
   // The block-cache fills of durable txgs whose last copy was still in flight when their
   // commit stopped them (cache_fill.h), each keeping that block's buffer. ReapCacheFillsLocked

@@ -15,7 +15,10 @@
 //   - a block freed in txg N is handed out again only after txg N + kTxgDefer is durable,
 //     so the last kTxgDefer + 1 trees stay intact on disk (import can rewind to them).
 // Import (spa_import.cc) picks the newest uberblock whose checksum, MOS and space map
-// verify and whose volume roots read back; it reads metadata only.
+// verify and whose volume roots read back; it reads metadata only. Runs of a stream's whole
+// blocks may be written ahead of their commit, by the early writer (early_write.cc), to
+// space taken from the free set that only that commit's tree will name: the same data
+// writes, moved earlier, so none of the above changes.
 //
 // Space accounting. The space map is a log of alloc/free records for tree blocks, one
 // block per txg appended (condensed into a fresh list of live extents when long). The MOS
@@ -34,7 +37,8 @@
 // dirty the timer still commits while frees wait for release (at most kTxgDefer empty
 // txgs after the last one), so freed space comes back on an idle pool.
 //
-// Locks (in order): sync_mu (one commit at a time; allocator, space map, deferred frees)
+// Locks (in order): sync_mu (one commit at a time, or an early write's allocations;
+// allocator, space map, deferred frees)
 // -> mu (directory, props, open txg; short) -> Volume::mu_ (dirty maps; short) ->
 // Volume::tree_mu_ (indirect cache). I/O is never done under mu or Volume::mu_; data reads
 // and writes of different volumes and blocks proceed in parallel with a commit.
@@ -266,6 +270,7 @@ Status PoolImpl::SyncIfDirtyAtLeast(uint64_t bytes) {
 
 void PoolImpl::StartSyncThread() {
   if (!tuning.sync_thread) return;
+  StartEarlyWriter();
   sync_thread = std::thread([this] {
     std::unique_lock l(mu);
     while (!stop_thread) {
@@ -287,6 +292,7 @@ void PoolImpl::StartSyncThread() {
 }
 
 void PoolImpl::StopSyncThread() {
+  StopEarlyWriter();
   {
     std::lock_guard l(mu);
     stop_thread = true;

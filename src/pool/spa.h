@@ -45,6 +45,10 @@ struct PoolTuning {
   // Freed data blocks a commit leaves to its block-cache fill to forget (cache_fill.h); it
   // forgets the rest itself.
   size_t max_queued_forgets = 1 << 16;
+  // Early writes (early_write.cc): runs of at least this many bytes of whole new blocks are
+  // written by a pool thread while the txg is still open; 0 turns them off. Runs need the
+  // sync thread (sync_thread); tests call PoolImpl::WriteEarlyNow instead.
+  uint64_t early_write_run_bytes = 1 << 20;
 };
 
 struct PoolCreateOptions {

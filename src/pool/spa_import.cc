@@ -57,6 +57,7 @@ void ResetSpace(PoolImpl& p) {
   const size_t n = p.vdevs.size();
   p.free.assign(n, RangeSet{});
   p.live.assign(n, RangeSet{});
+  p.early.assign(n, RangeSet{});
   p.cursor.assign(n, kAllocStart);
   uint64_t total = 0;
   for (auto& v : p.vdevs) {

@@ -726,5 +726,41 @@ TEST(PoolTest, AKickTakenByAnotherCommitCommitsNoTxg) {
   ExpectConsistent(*p, false);
 }
 
+TEST(PoolTest, TxgStatsCountDurableCommitsTheirDataAndTheirSteps) {
+  auto f = MakePool();
+  auto dev = CreateThinVolume(*f.pool, "trunk/v", 64 * kMiB);  // volblocksize 16K
+  PoolImpl& impl = *f.pool->impl();
+  ASSERT_TRUE(impl.Sync().ok());
+  const TxgStats before = impl.TxgStatsSnapshot();
+  ASSERT_TRUE(dev->Write(0, Pattern(kMiB, 1)).ok());
+  ASSERT_TRUE(dev->Write(8 * kMiB, Pattern(16384, 2)).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(impl.Sync().ok());
+  const auto wall = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(impl.Sync().ok());  // nothing dirty: no txg
+  const TxgStats after = impl.TxgStatsSnapshot();
+  EXPECT_EQ(after.commits - before.commits, 1u);
+  EXPECT_EQ(after.data_bytes - before.data_bytes, kMiB + 16384);
+  const auto steps = (after.trees - before.trees) + (after.space_maps - before.space_maps) +
+                     (after.flush - before.flush) + (after.uberblocks - before.uberblocks) +
+                     (after.finish - before.finish);
+  EXPECT_GT(after.trees - before.trees, std::chrono::nanoseconds(0));
+  EXPECT_LE(steps, wall);  // each step counted once
+  // A suspended pool's failed commit counts nothing.
+  auto fault = bdev::FaultDevice::CreateInMemory(128 * kMiB);
+  PoolCreateOptions o;
+  o.tuning = TestTuning();
+  auto failing = Pool::Create("failing", {fault}, o);
+  ASSERT_TRUE(failing.ok()) << failing.status().ToString();
+  auto fdev = CreateThinVolume(**failing, "failing/v", 16 * kMiB);
+  ASSERT_TRUE((*failing)->impl()->Sync().ok());
+  const uint64_t commits = (*failing)->impl()->TxgStatsSnapshot().commits;
+  ASSERT_TRUE(fdev->Write(0, Pattern(kMiB, 3)).ok());
+  fault->FailOps(bdev::OpBit(bdev::OpType::kWrite));
+  EXPECT_FALSE((*failing)->impl()->Sync().ok());
+  EXPECT_EQ((*failing)->impl()->TxgStatsSnapshot().commits, commits);
+  fault->ClearFailRules();
+}
+
 }  // namespace
 }  // namespace volstack::pool

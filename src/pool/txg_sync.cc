@@ -3,6 +3,8 @@
 //   1. quiesce: under mu, every volume's open map becomes its syncing map; open_txg++.
 //   2. write data blocks, then indirect blocks bottom-up, to freshly allocated space
 //      (never over a live block); old pointers are freed into this txg's deferred list.
+//      Data blocks written early (early_write.cc), unchanged since, are adopted instead:
+//      their space joins this txg's allocations and their pointer is ready.
 //      Data blocks go out as runs of adjacent blocks, one vectored vdev write (WriteV) per
 //      run straight from the dirty buffers, each group of up to 1 MiB checksummed and then
 //      written by one thread, the commit's or, for a large txg, a helper's (SyncTree).
@@ -40,6 +42,13 @@ Result<Dva> SyncContext::Allocate(uint64_t size, Volume* owner) {
     owner->AdjustUsed(static_cast<int64_t>(dva.asize()));
   }
   return dva;
+}
+
+void SyncContext::Adopt(const Dva& dva, Volume* owner) {
+  VS_CHECK(pool->early[dva.vdev].Remove(dva.offset, dva.asize()));
+  VS_CHECK(allocs[dva.vdev].Add(dva.offset, dva.asize()));
+  VS_CHECK(pool->live[dva.vdev].Add(dva.offset, dva.asize()));
+  owner->AdjustUsed(static_cast<int64_t>(dva.asize()));
 }
 
 Status SyncContext::Free(const BlockPtr& bp, Volume* owner) {
@@ -217,6 +226,14 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     cv.notify_all();
     return st.WithContext("pool " + name + ": commit of txg " + std::to_string(txg));
   };
+  // Each step's wall time, for txg_stats (counted only once the txg is durable).
+  TxgStats spent;
+  auto step_start = std::chrono::steady_clock::now();
+  auto end_step = [&step_start](std::chrono::nanoseconds& into) {
+    const auto now = std::chrono::steady_clock::now();
+    into += now - step_start;
+    step_start = now;
+  };
   // 2./3. trees
   for (auto& v : vols) {
     Status st = v->SyncTree(ctx);
@@ -224,6 +241,7 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
   }
   uint64_t released = 0;
   for (auto& v : destroyed) {
+    v->DropEarlyLocked();
     v->FinishSync(&released);  // its buffers go with it
     Status st = v->FreeTree(ctx);
     if (!st.ok()) return fail(st);
@@ -235,6 +253,7 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     ctx.cache_fill = CacheFill::Start(block_cache.get(), txg, std::exchange(ctx.forget, {}),
                                       std::exchange(ctx.written, {}));
   }
+  end_step(spent.trees);
   // 4. space map and MOS
   std::vector<BlockPtr> old_meta;
   std::vector<SpaceMapEntry> entries;
@@ -274,8 +293,10 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     return fail(st);
   }
   old_meta.push_back(mos_bp);
+  end_step(spent.space_maps);
   // 5. make the tree durable, then point at it.
   if (Status st = FlushAll(); !st.ok()) return fail(st);
+  end_step(spent.flush);
   Uberblock ub;
   ub.txg = txg;
   ub.guid_sum = guid_sum;
@@ -289,6 +310,7 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     if (Status st = v->WriteUberblock(ub); !st.ok()) return fail(st);
   }
   if (Status st = FlushAll(); !st.ok()) return fail(st);
+  end_step(spent.uberblocks);
   // 6. txg is durable.
   sm_bps = std::move(new_sm);
   mos_bp = new_mos;
@@ -323,6 +345,15 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     RecomputeReservations();
   }
   cv.notify_all();
+  end_step(spent.finish);
+  txg_stats.commits++;
+  txg_stats.data_bytes += ctx.data_bytes;
+  txg_stats.early_bytes += ctx.early_bytes;
+  txg_stats.trees += spent.trees;
+  txg_stats.space_maps += spent.space_maps;
+  txg_stats.flush += spent.flush;
+  txg_stats.uberblocks += spent.uberblocks;
+  txg_stats.finish += spent.finish;
   return Status::Ok();
 }
 

@@ -8,56 +8,14 @@
 #include <thread>
 
 #include "pool/pool_impl.h"
+#include "pool/run_writer.h"
+#include "util/all_zero.h"
 #include "util/coding.h"
 #include "util/streaming_copy.h"
 
 namespace volstack::pool {
 
 namespace {
-// The longest vectored write of data blocks.
-constexpr uint64_t kMaxRunBytes = 1 << 20;
-
-// Writes runs of data blocks at adjacent addresses on one vdev with one vectored write,
-// straight from the dirty buffers (which stay put until FinishSync), up to kMaxRunBytes.
-class RunWriter {
- public:
-  explicit RunWriter(PoolImpl* pool) : pool_(pool) {}
-  Status Add(const Dva& dva, std::span<const uint8_t> data) {
-    if (!pieces_.empty() &&
-        (dva.vdev != vdev_ || dva.offset != end_ || end_ - start_ + dva.asize() > kMaxRunBytes)) {
-      VS_RETURN_IF_ERROR(Flush());
-    }
-    if (pieces_.empty()) vdev_ = dva.vdev, start_ = end_ = dva.offset;
-    pieces_.push_back(data);
-    // Pad to the allocated size so the next adjacent block lines up.
-    if (dva.asize() > data.size()) {
-      VS_CHECK_OP(dva.asize() - data.size(), <=, sizeof kZeroPad);
-      pieces_.emplace_back(kZeroPad, dva.asize() - data.size());
-    }
-    end_ += dva.asize();
-    return Status::Ok();
-  }
-  Status Flush() {
-    if (pieces_.empty()) return Status::Ok();
-    bdev::BlockDevice& vdev = *pool_->vdevs[vdev_]->device();
-    Status st = vdev.WriteV(start_, pieces_);
-    pieces_.clear();
-    // The commit flushes right after its writes: a long run can start for the disk now,
-    // while the rest is written. Short runs (random writes) would only add system calls.
-    if (st.ok() && end_ - start_ >= kHintRun) vdev.StartWriteback(start_, end_ - start_);
-    return st;
-  }
-
- private:
-  static constexpr uint64_t kHintRun = 256 << 10;
-  static constexpr uint8_t kZeroPad[64 * 1024] = {};  // asize - size < 2^ashift <= 64 KiB
-
-  PoolImpl* const pool_;
-  uint32_t vdev_ = 0;
-  uint64_t start_ = 0, end_ = 0;
-  std::vector<std::span<const uint8_t>> pieces_;
-};
-
 // An indirect-cache trim that frees this much returns the memory to the kernel.
 constexpr uint64_t kReturnToKernelBytes = 8 << 20;
 
@@ -65,16 +23,6 @@ constexpr uint64_t kReturnToKernelBytes = 8 << 20;
 // commit's own thread together.
 constexpr uint64_t kHelperThreadBytes = 1 << 20;
 
-bool AllZero(const uint8_t* p, size_t n) {
-  static const uint8_t kZero[4096] = {};
-  while (n > 0) {
-    const size_t k = std::min(n, sizeof kZero);
-    if (std::memcmp(p, kZero, k) != 0) return false;
-    p += k;
-    n -= k;
-  }
-  return true;
-}
 }  // namespace
 
 uint32_t LevelsFor(uint64_t nblocks) {
@@ -286,19 +234,24 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
     VS_RETURN_IF_ERROR(pool_->CheckUsable());
     auto it = open_.find(blkid);
     if (it != open_.end()) {
+      // An early copy of the old bytes is void, and a buffer an early write still reads
+      // must stay as it is (early_write.cc).
+      uint8_t* dst = PrepareChangeLocked(it, /*copy=*/!full);
       if (full && zero) {
         it->second.reset();
       } else {
-        if (!it->second) {
+        if (dst == nullptr) {
           it->second = NewBufLocked();
-          std::memset(it->second.get(), 0, vbs_);
+          dst = it->second.get();
+          std::memset(dst, 0, vbs_);
         }
         if (zero) {
-          std::memset(it->second.get() + in_off, 0, n);
+          std::memset(dst + in_off, 0, n);
         } else if (full) {
-          StreamingCopy(it->second.get(), src, n);  // read next by the commit, much later
+          StreamingCopy(dst, src, n);  // read next by the commit, much later
+          NoteWholeBlockLocked(blkid);
         } else {
-          std::memcpy(it->second.get() + in_off, src, n);
+          std::memcpy(dst + in_off, src, n);
         }
       }
       return Status::Ok();
@@ -337,6 +290,7 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
     }
     const bool needs_space = buf != nullptr;  // holes never need space
     CountDirtyLocked(open_.emplace(blkid, std::move(buf)).first);
+    if (full && !zero) NoteWholeBlockLocked(blkid);
     pool_->dirty_bytes += vbs_;
     dirty += vbs_;
     if (needs_space) room.Take(vbs_);
@@ -493,6 +447,11 @@ size_t Volume::Quiesce() {
   std::lock_guard l(mu_);
   VS_CHECK(syncing_.empty());
   syncing_.swap(open_);
+  // The open txg's early copies now belong to the syncing map; a write in flight finds its
+  // buffer there when it ends.
+  VS_CHECK(syncing_early_.empty());
+  syncing_early_.swap(early_);
+  early_candidates_.clear();
   open_l1s_ = 0;
   syncing_meta_ = std::exchange(open_meta_, 0);
   return syncing_.size();
@@ -537,12 +496,24 @@ Volume::Buf Volume::FinishSync(uint64_t* released, const uint8_t* withhold) {
 Status Volume::SyncTree(SyncContext& ctx) {
   // syncing_ is only read by others now; this thread is its only writer-to-be (FinishSync).
   const ChecksumType cksum = checksum_type();
+  // Blocks written early (early_write.cc) are adopted: their space and checksum are ready.
+  std::map<uint64_t, EarlyBlock> early = TakeEarlyForSyncLocked();
   std::vector<std::pair<uint64_t, BlockPtr>> fresh;
   fresh.reserve(syncing_.size());
   std::vector<std::pair<BlockPtr*, const uint8_t*>> data;  // blocks to write and checksum
+  std::vector<std::pair<Dva, const uint8_t*>> adopted;
   for (auto& [blkid, buf] : syncing_) {
     BlockPtr bp;
-    if (buf && !AllZero(buf.get(), vbs_)) {
+    auto e = early.find(blkid);
+    const bool adopt =
+        e != early.end() && e->second.buf == buf.get() && e->second.bp.cksum == cksum;
+    if (adopt) {
+      bp = e->second.bp;
+      ctx.Adopt(bp.dva[0], this);
+      early.erase(e);
+      bp.birth = ctx.txg;
+      adopted.emplace_back(bp.dva[0], buf.get());
+    } else if (buf && !AllZero(buf.get(), vbs_)) {
       VS_ASSIGN_OR_RETURN(bp.dva[0], ctx.Allocate(vbs_, this));
       bp.lsize = bp.psize = vbs_;
       bp.cksum = cksum;
@@ -552,10 +523,11 @@ Status Volume::SyncTree(SyncContext& ctx) {
       bp.birth = ctx.txg;
     }
     fresh.emplace_back(blkid, bp);  // reserved: the pointer below stays valid
-    if (!bp.IsHole()) data.emplace_back(&fresh.back().second, buf.get());
+    if (!bp.IsHole() && !adopt) data.emplace_back(&fresh.back().second, buf.get());
   }
+  for (auto& [blkid, e] : early) pool_->ReleaseEarlyLocked(e.bp.dva[0]);  // stale
   // The writes, the checksums and the copies into the block cache only read the buffers.
-  // The blocks are taken in groups of up to kMaxRunBytes, in block order; a thread
+  // The blocks are taken in groups of up to RunWriter::kMaxRunBytes, in block order; a thread
   // checksums a group and then writes it (RunWriter: its adjacent blocks in one vectored
   // write), so the kernel's copy finds the bytes in that CPU's caches (the writer's
   // streaming copies left them in memory only). For a large txg a helper thread takes
@@ -564,7 +536,8 @@ Status Volume::SyncTree(SyncContext& ctx) {
   // Caching before the commit completes is safe: the bytes are final, the key (address,
   // txg) is new and no tree points at it before this commit's indirect blocks do, and a
   // failed commit suspends the pool (no reads).
-  const size_t group = std::max<uint64_t>(kMaxRunBytes / pool_->asize(vbs_), 1);  // blocks
+  const size_t group =
+      std::max<uint64_t>(RunWriter::kMaxRunBytes / pool_->asize(vbs_), 1);  // blocks
   const size_t groups = (data.size() + group - 1) / group;
   std::atomic<size_t> next_group{0};
   std::atomic<bool> failed{false};
@@ -596,8 +569,11 @@ Status Volume::SyncTree(SyncContext& ctx) {
   if (helper.joinable()) helper.join();
   VS_RETURN_IF_ERROR(written);
   VS_RETURN_IF_ERROR(helper_written);
+  ctx.data_bytes += (data.size() + adopted.size()) * pool_->asize(vbs_);
+  ctx.early_bytes += adopted.size() * pool_->asize(vbs_);
   if (pool_->block_cache) {
     for (auto& [bp, buf] : data) ctx.written.emplace_back(bp->dva[0], std::span(buf, vbs_));
+    for (auto& [dva, buf] : adopted) ctx.written.emplace_back(dva, std::span(buf, vbs_));
   }
 
   std::lock_guard l(tree_mu_);

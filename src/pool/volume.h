@@ -15,6 +15,9 @@
 // thread (for a large txg the commit's and a helper take groups in turn), and the block
 // cache's copies are made once every tree is written, on another thread for a large txg
 // (cache_fill.h).
+// Runs of whole new blocks of the open map may be written before the commit by the pool's
+// early writer (WriteEarly, early_write.cc), which SyncTree then adopts; a change to such
+// a block voids its early copy, and a buffer being written early is never changed in place.
 // FinishSync keeps up to the txg's block count (at most 16 MiB) of buffers as spares for
 // the next txg, so a streaming writer reuses warm memory instead of faulting in fresh
 // pages; the one buffer whose copy into the block cache may still be in flight goes to
@@ -123,6 +126,14 @@ class Volume {
   // Drops clean cached indirect blocks (cache pressure).
   void EvictClean();
 
+  // --- early writes (early_write.cc) ---
+  // Writes runs of the open txg's new whole blocks to space allocated now, ahead of the
+  // commit, which then adopts them. Returns without waiting when a commit holds sync_mu.
+  void WriteEarly();
+  // Gives back every early allocation (a destroyed volume; sync_mu held), after the writes
+  // in flight end.
+  void DropEarlyLocked();
+
  private:
   struct Indirect {
     BlockPtr bps[kBpsPerIndirect];
@@ -165,6 +176,31 @@ class Volume {
   Status WalkBp(const BlockPtr& bp, const std::function<Status(const BlockPtr&)>& fn,
                 uint64_t* unreadable = nullptr);
   void InsertCacheLocked(uint64_t key, std::shared_ptr<Indirect> ind);
+
+  // Early writes (early_write.cc). A block written early: the buffer whose bytes went out
+  // (identity: a buffer changed or replaced since is not this one) and its pointer.
+  struct EarlyBlock {
+    const uint8_t* buf = nullptr;
+    BlockPtr bp;  // dva and checksum set
+  };
+  // Before WriteBlock changes or drops open_[blkid]'s buffer (mu_ held): an early copy of
+  // it becomes garbage; a buffer an early write is reading is replaced by a copy (with
+  // `copy`) or a fresh buffer, and kept until that write ends. Returns the buffer to change.
+  uint8_t* PrepareChangeLocked(std::map<uint64_t, Buf>::iterator it, bool copy);
+  // Counts a new whole block of the open txg; wakes the early writer every run's worth.
+  void NoteWholeBlockLocked(uint64_t blkid);
+  // SyncTree's first step (sync_mu held): waits for early writes in flight, gives the
+  // garbage back, and returns the early copies still valid for the syncing map.
+  std::map<uint64_t, EarlyBlock> TakeEarlyForSyncLocked();
+  void ReleaseGarbageLocked();  // sync_mu and mu_ held
+
+  std::vector<uint64_t> early_candidates_;        // GUARDED_BY(mu_): whole new blocks
+  std::map<uint64_t, EarlyBlock> early_;          // GUARDED_BY(mu_): of open_
+  std::map<uint64_t, EarlyBlock> syncing_early_;  // GUARDED_BY(mu_): of syncing_
+  std::map<uint64_t, const uint8_t*> in_flight_;  // GUARDED_BY(mu_): blkid -> buffer
+  std::map<const uint8_t*, Buf> retired_;         // GUARDED_BY(mu_): replaced, in flight
+  std::vector<Dva> early_garbage_;                // GUARDED_BY(mu_): to give back
+  std::condition_variable early_done_cv_;         // in_flight_ emptied
 
   PoolImpl* const pool_;
   const uint32_t vbs_;
