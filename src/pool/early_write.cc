@@ -38,6 +38,7 @@
 // WriteEarly; WriteBlock, Quiesce and SyncTree meet it under mu_ and sync_mu as above.
 #include <algorithm>
 #include <cstring>
+#include <system_error>
 
 #include "pool/pool_impl.h"
 #include "pool/run_writer.h"
@@ -212,17 +213,21 @@ void PoolImpl::WriteEarlyNow() {
 
 void PoolImpl::StartEarlyWriter() {
   if (!tuning.sync_thread || tuning.early_write_run_bytes == 0) return;
-  early_writer = std::thread([this] {
-    std::unique_lock l(early_mu);
-    for (;;) {
-      early_cv.wait(l, [&] { return early_stop || early_wanted; });
-      if (early_stop) return;
-      early_wanted = false;
-      l.unlock();
-      WriteEarlyNow();
-      l.lock();
-    }
-  });
+  try {
+    early_writer = std::thread([this] {
+      std::unique_lock l(early_mu);
+      for (;;) {
+        early_cv.wait(l, [&] { return early_stop || early_wanted; });
+        if (early_stop) return;
+        early_wanted = false;
+        l.unlock();
+        WriteEarlyNow();
+        l.lock();
+      }
+    });
+  } catch (const std::system_error&) {
+    // No thread to be had: the commits write every block, as without early writes.
+  }
 }
 
 void PoolImpl::StopEarlyWriter() {
