@@ -222,9 +222,15 @@ TEST(EarlyWriteTest, AWriteInFlightAcrossTheQuiesceIsAdopted) {
   auto f = MakeFixture();
   const auto data = Pattern(kMiB, 10);
   std::thread early = StartHeldEarlyWrite(f, data);
-  // The commit quiesces, then waits for the write in flight before it adopts it.
+  // The commit quiesces (the open txg moves on), then waits for the write in flight
+  // before it adopts it.
+  auto open_txg = [&] {
+    std::lock_guard l(f.impl().mu);
+    return f.impl().open_txg;
+  };
+  const uint64_t txg = open_txg();
   std::thread commit([&] { EXPECT_TRUE(f.pool->Sync().ok()); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (open_txg() == txg) std::this_thread::yield();
   const uint64_t before = f.gate->written.load();
   f.gate->Hold(false);
   early.join();

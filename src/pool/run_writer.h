@@ -3,9 +3,10 @@
 // to kMaxRunBytes a write. The commit's data phase (Volume::SyncTree) and the early writes
 // (early_write.cc) use it.
 //
-// Write-back. Both flush soon after their writes (the commit's first flush; the commit that
-// adopts an early block): a long run is started for the disk at once (StartWriteback),
-// while the rest is written. Short runs (random writes) would only add system calls.
+// Write-back. The commit flushes right after its writes, and an early block is flushed by
+// the commit that adopts it: a long run is started for the disk at once (StartWriteback),
+// so those flushes find less left to write. Short runs (random writes) would only add
+// system calls.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,9 @@
 // TxgStats: where the pool's txg commits spend their time, summed over every commit since
-// the pool opened (ZFS keeps the like per txg, in its `txgs` kstat).
+// the pool opened (ZFS keeps such times per txg, in its `txgs` kstat).
 //
 // Why. What a commit costs moves with the host more than with the code: on the VMs this
-// project is measured on, the same build's SeqWrite64K ratio read 0.65 at one hour and 0.84
-// at the next (docs/bench.md, "Tenth round"). Timing each step in every commit, and
+// project is measured on, the same build's SeqWrite64K/1 ratio read 0.69 at one hour and
+// 0.84 at the next (docs/bench.md, "Tenth round"). Timing each step in every commit, and
 // pool_bench reporting the means per commit, lets one run say whether a slow ratio came
 // from the pool's own work (the trees: checksums, the kernel's copies, the indirect blocks)
 // or from the disk (the flushes), without patching timers in.
