@@ -118,13 +118,7 @@ void Volume::WriteEarly() {
   for (; allocated < batch.size(); allocated++) {
     auto dva = pool_->AllocateEarlyLocked(vbs_);
     if (!dva.ok()) break;
-    BlockPtr& bp = blocks[allocated].bp;
-    bp.dva[0] = *dva;
-    bp.lsize = bp.psize = vbs_;
-    bp.cksum = cksum;
-    bp.type = BlockType::kVolData;
-    bp.level = 0;
-    bp.fill = 1;
+    blocks[allocated].bp = DataBlockPtr(*dva, cksum);
     blocks[allocated].buf = batch[allocated].second;
   }
   sync.unlock();
@@ -166,14 +160,8 @@ std::map<uint64_t, Volume::EarlyBlock> Volume::TakeEarlyForSyncLocked() {
 }
 
 void Volume::DropEarlyLocked() {
-  std::unique_lock l(mu_);
-  early_done_cv_.wait(l, [&] { return in_flight_.empty(); });
-  for (auto* m : {&early_, &syncing_early_}) {
-    for (auto& [blkid, e] : *m) early_garbage_.push_back(e.bp.dva[0]);
-    m->clear();
-  }
-  early_candidates_.clear();
-  ReleaseGarbageLocked();
+  // Quiesced already: every early copy is the syncing map's.
+  for (const auto& [blkid, e] : TakeEarlyForSyncLocked()) pool_->ReleaseEarlyLocked(e.bp.dva[0]);
 }
 
 void Volume::ReleaseGarbageLocked() {

@@ -457,6 +457,17 @@ size_t Volume::Quiesce() {
   return syncing_.size();
 }
 
+BlockPtr Volume::DataBlockPtr(const Dva& dva, ChecksumType cksum) const {
+  BlockPtr bp;
+  bp.dva[0] = dva;
+  bp.lsize = bp.psize = vbs_;
+  bp.cksum = cksum;
+  bp.type = BlockType::kVolData;
+  bp.level = 0;
+  bp.fill = 1;
+  return bp;
+}
+
 Volume::Buf Volume::NewBufLocked() {
   if (spare_.empty()) return Buf(new uint8_t[vbs_]);
   Buf b = std::move(spare_.back());
@@ -514,12 +525,8 @@ Status Volume::SyncTree(SyncContext& ctx) {
       bp.birth = ctx.txg;
       adopted.emplace_back(bp.dva[0], buf.get());
     } else if (buf && !AllZero(buf.get(), vbs_)) {
-      VS_ASSIGN_OR_RETURN(bp.dva[0], ctx.Allocate(vbs_, this));
-      bp.lsize = bp.psize = vbs_;
-      bp.cksum = cksum;
-      bp.type = BlockType::kVolData;
-      bp.level = 0;
-      bp.fill = 1;
+      VS_ASSIGN_OR_RETURN(const Dva dva, ctx.Allocate(vbs_, this));
+      bp = DataBlockPtr(dva, cksum);
       bp.birth = ctx.txg;
     }
     fresh.emplace_back(blkid, bp);  // reserved: the pointer below stays valid

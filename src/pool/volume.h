@@ -130,8 +130,8 @@ class Volume {
   // Writes runs of the open txg's new whole blocks to space allocated now, ahead of the
   // commit, which then adopts them. Returns without waiting when a commit holds sync_mu.
   void WriteEarly();
-  // Gives back every early allocation (a destroyed volume; sync_mu held), after the writes
-  // in flight end.
+  // Gives back every early allocation of a destroyed volume, quiesced (sync_mu held), after
+  // the writes in flight end.
   void DropEarlyLocked();
 
  private:
@@ -166,6 +166,8 @@ class Volume {
   // (mu_ held). Scattered 4 KiB writes dirty 16 KiB of indirect blocks each, which the
   // space checks must see before the commit needs it.
   void CountDirtyLocked(std::map<uint64_t, Buf>::iterator it);
+  // A data block pointer at `dva` (lsize, psize, type, fill set; checksum and birth not).
+  BlockPtr DataBlockPtr(const Dva& dva, ChecksumType cksum) const;
   // A block buffer (contents undefined) from the spares or the heap (mu_ held).
   Buf NewBufLocked();
   Result<BlockPtr> LookupL0Locked(uint64_t blkid, uint64_t* hole_span);
