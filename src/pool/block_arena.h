@@ -57,6 +57,9 @@ class BlockArena {
   // What Allocate(size) would add to mapped_bytes(): 0 when a chunk has a free slot or the
   // spare can serve.
   uint64_t GrowthFor(uint32_t size) const;
+  // Whether Allocate(size) would map a fresh chunk (blocks bigger than half a chunk are
+  // malloc'd instead).
+  bool NeedsNewChunk(uint32_t size) const { return InChunks(size) && GrowthFor(size) > 0; }
   // Unmaps the spare chunk, if any; returns the bytes given back.
   uint64_t ReleaseSpare();
   // Takes a chunk mapped ahead of need (MapAligned(chunk_bytes(), chunk_bytes()), its pages

@@ -38,6 +38,12 @@ constexpr uint8_t kMaxCount = 15;  // 4-bit counters, as TinyLFU
 constexpr uint64_t kSeeds[kRows] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full,
                                     0x165667B19E3779F9ull, 0xD6E8FEB86659FD93ull};
 
+int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 // One shard: an open-addressing table (linear probing, backward-shift deletion) whose slots
@@ -170,8 +176,18 @@ size_t BlockCache::ShardIndex(const BlockKey& key) const {
   return static_cast<size_t>((region ^ Mix(region / kShards)) & (kShards - 1));
 }
 
-BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_bytes, bool reserve)
-    : max_bytes_(max_bytes), other_bytes_(other_bytes), reserve_(reserve) {
+std::span<uint8_t> BlockCache::MapFaultedChunk(uint64_t bytes) {
+  const std::span<uint8_t> memory = MapAligned(bytes, bytes);
+  for (uint64_t at = 0; at < memory.size(); at += 4096) memory[at] = 0;  // the faults
+  return memory;
+}
+
+BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_bytes, bool reserve,
+                       ChunkSource chunk_source)
+    : max_bytes_(max_bytes),
+      other_bytes_(other_bytes),
+      reserve_(reserve),
+      chunk_source_(std::move(chunk_source)) {
   // Per shard: room for `entries` blocks of 4 KiB (data blocks are no smaller); a table of
   // twice as many slots (at most half full); a sketch 4 counters wide per entry (few
   // collisions) whose counts are halved every 10 x entries accesses; memory in chunks of
@@ -281,9 +297,11 @@ void BlockCache::Reserve(std::stop_token stop) {
         std::lock_guard l(s.mu);
         if (!room()) continue;
       }
-      const std::span<uint8_t> memory = MapAligned(chunk, chunk);
-      if (memory.empty()) return;
-      for (uint64_t at = 0; at < memory.size(); at += 4096) memory[at] = 0;  // the faults
+      const std::span<uint8_t> memory = chunk_source_(chunk);
+      if (memory.empty()) {
+        reserving_ = false;  // no memory to be had: readers fault theirs in, or do without
+        return;
+      }
       std::lock_guard l(s.mu);
       if (!room()) {
         Unmap(memory);
@@ -291,9 +309,11 @@ void BlockCache::Reserve(std::stop_token stop) {
       }
       s.arena.AddSpare(memory);
       bytes_ += chunk;
+      owed_since_ = 0;
       grew = true;
     }
     if (!grew) {
+      owed_since_ = 0;  // every shard has its spare or is full
       std::unique_lock l(reserve_mu_);
       if (!reserve_cv_.wait(l, stop, [&] { return reserve_wanted_; })) return;
       reserve_wanted_ = false;
@@ -302,18 +322,27 @@ void BlockCache::Reserve(std::stop_token stop) {
 }
 
 void BlockCache::WakeReserve() {
+  int64_t none = 0;
+  owed_since_.compare_exchange_strong(none, SteadyNanos());
   std::lock_guard l(reserve_mu_);
   reserve_wanted_ = true;
   reserve_cv_.notify_one();
 }
 
-void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_access) {
+bool BlockCache::ReaderMayFault() const {
+  if (!reserving_.load(std::memory_order_relaxed)) return true;
+  const int64_t since = owed_since_.load(std::memory_order_relaxed);
+  return since != 0 && SteadyNanos() - since > std::chrono::nanoseconds(kReserveStall).count();
+}
+
+void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_access, Offer offer) {
   if (reserve_) {
     std::call_once(reserve_started_, [this] {
+      reserving_ = true;  // before the thread runs: it clears this if it ends for want of memory
       try {
         reserve_thread_ = std::jthread([this](std::stop_token stop) { Reserve(stop); });
       } catch (const std::system_error&) {
-        // No thread to be had: the cache grows on demand, as without the reserve.
+        reserving_ = false;  // no thread to be had: the cache grows on demand
       }
     });
   }
@@ -333,6 +362,18 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
     bytes_ -= before - s.bytes();
   };
   auto growth = [&] { return reuse != nullptr ? 0 : s.arena.GrowthFor(key.size); };
+  // A reader that must not fault memory in leaves the block out where it would take a fresh
+  // chunk, and evicts nothing to make room for one.
+  const bool may_fault = offer != Offer::kRead || ReaderMayFault();
+  auto leave_unready = [&] {
+    s.stats.unready++;
+    WakeReserve();
+  };
+  if (!may_fault && reuse == nullptr && s.arena.NeedsNewChunk(key.size) &&
+      s.bytes() + growth() <= cap) {
+    leave_unready();
+    return;
+  }
   bool admitted = false;
   while ((s.bytes() + growth() > cap || 2 * (s.entries + 1) > s.table.size()) && s.entries > 0) {
     const size_t v = s.Victim();
@@ -353,6 +394,10 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
       // Memory: the shard is over its share (the indirect cache grew) or holds blocks of
       // another size only. A taken buffer would keep its chunk mapped: give it up first.
       if (reuse != nullptr) release_reuse();
+      if (!may_fault && s.arena.NeedsNewChunk(key.size)) {
+        leave_unready();
+        return;
+      }
       bytes_ -= s.Shed();
     }
   }
@@ -412,6 +457,7 @@ BlockCacheStats BlockCache::Stats() const {
     t.misses += sp->stats.misses;
     t.inserted += sp->stats.inserted;
     t.rejected += sp->stats.rejected;
+    t.unready += sp->stats.unready;
     t.evicted += sp->stats.evicted;
     t.entries += sp->entries;
   }

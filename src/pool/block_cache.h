@@ -29,6 +29,17 @@
 // the whole share, 90 % without), and holds at most a chunk per shard that nothing uses.
 // A pool that only lists its datasets never inserts, and so never reserves.
 //
+// Readers wait for no fault. A read's miss is offered as Offer::kRead: it goes into a free
+// slot or the spare (or, if admitted, a victim's place), and when the shard would need a
+// fresh chunk it is left out (counted as `unready`) and the reserve is woken; the block is
+// read from its vdev again when next asked for. A fault under the shard's lock cost that
+// read 2-4 ms and stalled every other reader of the shard; the reserve faults on a CPU
+// readers do not use. Right after a large write, when the commits' copies had not got to
+// every block and the cache was still growing, the first random reads of pool_bench's
+// RandRead4K/0 read at 0.26-0.70 of raw with the faults in the reads. A reserve that makes
+// no progress for kReserveStall while asked (a machine with no idle CPU for an idle-priority
+// thread) is taken to be starved, and readers fault memory in themselves, as without one.
+//
 // Bound. The cache shares the pool's `cache` bound (PoolTuning::cache_max_bytes) with the
 // indirect-block cache, which has priority: this cache holds at most max - indirect bytes
 // and shrinks when the indirect cache grows. Block copies live in each shard's BlockArena
@@ -51,7 +62,8 @@
 //
 // Threads: all methods are thread-safe. The cache is split into kShards shards, each with
 // its own mutex, slot table, sketch and 1/kShards of the capacity; block bytes are copied
-// under the shard lock (one block: microseconds, or a fresh chunk's page faults).
+// under the shard lock (one block: microseconds, or for a commit's copy a fresh chunk's
+// page faults).
 //
 // Shards. A block's shard is chosen by the 256 KiB region of its vdev it lies in, not by
 // its whole key: the blocks of a run (a commit writes runs, a stream reads them) then go to
@@ -72,8 +84,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -96,19 +110,35 @@ struct BlockCacheStats {
   uint64_t misses = 0;
   uint64_t inserted = 0;  // admitted (including writes at commit)
   uint64_t rejected = 0;  // refused by admission (no room for something this rarely used)
+  uint64_t unready = 0;   // a reader's offer left out: only fresh memory could have held it
   uint64_t evicted = 0;   // for room, or forgotten (freed by a commit)
   uint64_t entries = 0;
   uint64_t bytes = 0;  // charged bytes, sketch included
 };
 
+// Who offers a block to Insert, which decides whether the insert may fault fresh memory in
+// (see "Readers wait for no fault" above).
+enum class Offer {
+  kWritten,  // a commit's copy: may
+  kRead,     // a read's miss: only while the reserve is not running or is starved
+};
+
 class BlockCache {
  public:
   static constexpr size_t kShards = 16;
+  // How long the reserve may leave a request for memory unanswered before readers take it
+  // to be starved: a 2 MiB chunk faults in within 2-4 ms when the thread runs.
+  static constexpr std::chrono::milliseconds kReserveStall{20};
+  // Maps a chunk of `bytes` (aligned to its size) and faults it in; an empty span when no
+  // memory can be had. The reserve's source of chunks; tests pass one they can hold up.
+  using ChunkSource = std::function<std::span<uint8_t>(uint64_t bytes)>;
+  static std::span<uint8_t> MapFaultedChunk(uint64_t bytes);
 
   // The cache holds at most max_bytes - *other_bytes (the indirect cache), read live.
   // `other_bytes` must outlive the cache; nullptr means no other user of the bound. With
   // `reserve`, the first Insert starts the reserve (see above).
-  BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_bytes, bool reserve = false);
+  BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_bytes, bool reserve = false,
+             ChunkSource chunk_source = MapFaultedChunk);
   ~BlockCache();
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
@@ -128,7 +158,8 @@ class BlockCache {
   void Prefetch(const BlockKey& key, bool count_access = true) const;
   // Offers a verified copy of the whole block (key.size bytes). `count_access`: this call
   // is itself an access (a write at commit); false after a Lookup miss already counted it.
-  void Insert(const BlockKey& key, const uint8_t* data, bool count_access);
+  void Insert(const BlockKey& key, const uint8_t* data, bool count_access,
+              Offer offer = Offer::kWritten);
   // Drops the block's entry, if any: a commit freed the block, so no one will ask for it
   // again, and its room goes to blocks that are live (admission would otherwise keep the
   // dead copies of overwritten blocks and refuse their new versions).
@@ -160,9 +191,16 @@ class BlockCache {
   std::vector<std::unique_ptr<Shard>> shards_;
   // The reserve: faults each shard's share in, as spare chunks, ahead of need.
   void Reserve(std::stop_token stop);
-  const bool reserve_;
   void WakeReserve();
+  // A reader may fault memory in itself: no reserve runs, or it is starved.
+  bool ReaderMayFault() const;
+  const bool reserve_;
+  const ChunkSource chunk_source_;
   std::once_flag reserve_started_;
+  std::atomic<bool> reserving_{false};  // the reserve's thread runs
+  // steady_clock nanoseconds since the reserve was first asked for memory it has not
+  // delivered yet; 0 when it owes none.
+  std::atomic<int64_t> owed_since_{0};
   std::mutex reserve_mu_;
   std::condition_variable_any reserve_cv_;
   bool reserve_wanted_ = false;  // GUARDED_BY(reserve_mu_): a spare was taken

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -184,6 +186,99 @@ TEST(BlockCacheTest, TheReserveStaysWithinTheShares) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_LE(c.bytes() + indirect.load(), max);
   EXPECT_GE(c.Stats().entries, 16u * 64);  // every shard holds at least a chunk of blocks
+}
+
+// A chunk source for the reserve that holds every chunk back until Release().
+class HeldChunkSource {
+ public:
+  BlockCache::ChunkSource Source() {
+    return [this](uint64_t bytes) {
+      std::unique_lock l(mu_);
+      cv_.wait(l, [&] { return released_; });
+      return BlockCache::MapFaultedChunk(bytes);
+    };
+  }
+  void Release() {
+    {
+      std::lock_guard l(mu_);
+      released_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+};
+
+// Declared after the cache: lets its reserve go before the cache joins it.
+struct ReleaseOnExit {
+  HeldChunkSource& held;
+  ~ReleaseOnExit() { held.Release(); }
+};
+
+// A reader's miss waits for no page fault (block_cache.h, "Readers wait for no fault"):
+// while the reserve owes a chunk, a reader's offer that only fresh memory could hold is
+// left out, a commit's is not, and the reader's gets in once the reserve has delivered.
+TEST(BlockCacheTest, AReadersOfferWaitsForTheReservesMemory) {
+  HeldChunkSource held;
+  BlockCache c(32 * kMiB, nullptr, /*reserve=*/true, held.Source());
+  ReleaseOnExit release{held};
+  const uint64_t fixed = c.bytes();
+  std::vector<uint8_t> out(4096);
+  const auto asked = std::chrono::steady_clock::now();
+  c.Insert(Key(0), Block(0).data(), false, Offer::kRead);  // the reserve starts now
+  EXPECT_FALSE(c.Lookup(Key(0), out.data(), 0, 4096));
+  EXPECT_EQ(c.Stats().unready, 1u);
+  EXPECT_EQ(c.bytes(), fixed);  // nothing mapped
+  c.Insert(Key(1), Block(1).data(), true, Offer::kWritten);
+  EXPECT_TRUE(c.Lookup(Key(1), out.data(), 0, 4096));
+  // Another shard (the next region of the same group), still waiting: left out too, unless
+  // this machine took longer than kReserveStall since the first offer.
+  c.Insert(Key(8), Block(8).data(), false, Offer::kRead);
+  const bool in_time = std::chrono::steady_clock::now() - asked < BlockCache::kReserveStall;
+  if (in_time) {
+    EXPECT_EQ(c.Stats().unready, 2u);
+  }
+  held.Release();
+  // Key(1)'s chunk (and Key(8)'s, if this machine was too slow), and a spare per shard.
+  const uint64_t chunk = 256 * 1024;  // of a 32 MiB cache
+  const uint64_t ready = fixed + (in_time ? 1 : 2) * chunk + BlockCache::kShards * chunk;
+  ASSERT_EQ(AwaitBytes(c, ready), ready);
+  c.Insert(Key(0), Block(0).data(), false, Offer::kRead);
+  ASSERT_TRUE(c.Lookup(Key(0), out.data(), 0, 4096));
+  EXPECT_EQ(out, Block(0));
+}
+
+// A reserve that delivers nothing for kReserveStall while it owes a chunk is taken to be
+// starved (no idle CPU for it): readers then fault their memory in themselves.
+TEST(BlockCacheTest, ReadersFaultTheirOwnMemoryInWhenTheReserveIsStarved) {
+  HeldChunkSource held;
+  BlockCache c(32 * kMiB, nullptr, /*reserve=*/true, held.Source());
+  ReleaseOnExit release{held};
+  std::vector<uint8_t> out(4096);
+  c.Insert(Key(0), Block(0).data(), false, Offer::kRead);
+  EXPECT_EQ(c.Stats().unready, 1u);
+  std::this_thread::sleep_for(BlockCache::kReserveStall + std::chrono::milliseconds(10));
+  c.Insert(Key(0), Block(0).data(), false, Offer::kRead);
+  ASSERT_TRUE(c.Lookup(Key(0), out.data(), 0, 4096));
+  EXPECT_EQ(out, Block(0));
+  EXPECT_EQ(c.Stats().unready, 1u);
+}
+
+// Blocks bigger than half a chunk are malloc'd, not carved from the reserve's chunks: a
+// reader's offer of one never waits for the reserve.
+TEST(BlockCacheTest, AReadersLargeBlockDoesNotWaitForTheReserve) {
+  HeldChunkSource held;
+  BlockCache c(32 * kMiB, nullptr, /*reserve=*/true, held.Source());  // chunks of 256 KiB
+  ReleaseOnExit release{held};
+  const uint32_t size = 256 * 1024;
+  std::vector<uint8_t> out(size);
+  c.Insert(Key(0, size), Block(0, size).data(), false, Offer::kRead);
+  ASSERT_TRUE(c.Lookup(Key(0, size), out.data(), 0, size));
+  EXPECT_EQ(out, Block(0, size));
+  EXPECT_EQ(c.Stats().unready, 0u);
 }
 
 TEST(BlockCacheTest, ASequentialScanDoesNotWipeTheHotSet) {

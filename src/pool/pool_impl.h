@@ -104,8 +104,8 @@ class PoolImpl {
   void InitBlockCache() {
     // Below 1 MiB the fixed tables would be a large share of the bound: indirect blocks only.
     if (tuning.cache_data && tuning.cache_max_bytes >= (uint64_t{1} << 20)) {
-      block_cache = std::make_unique<BlockCache>(tuning.cache_max_bytes, &cache_bytes,
-                                                 /*reserve=*/true);
+      block_cache =
+          std::make_unique<BlockCache>(tuning.cache_max_bytes, &cache_bytes, tuning.cache_reserve);
     }
   }
 

@@ -196,7 +196,8 @@ Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst) {
     return Status::IoError("pool " + name + ": checksum mismatch in " + bp.ToString());
   }
   // Indirect blocks are cached decoded by their volume; only data is worth a second copy.
-  if (block_cache && bp.type == BlockType::kVolData) block_cache->Insert(key, dst, false);
+  if (block_cache && bp.type == BlockType::kVolData)
+    block_cache->Insert(key, dst, false, Offer::kRead);
   return Status::Ok();
 }
 

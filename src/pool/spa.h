@@ -39,6 +39,10 @@ struct PoolTuning {
   // Cached indirect blocks (clean, all volumes) plus verified data blocks (block_cache.h).
   uint64_t cache_max_bytes = 256ull << 20;
   bool cache_data = true;  // false: indirect blocks only, every data read goes to the vdev
+  // The block cache's reserve (block_cache.h): a thread faulting its memory in ahead of
+  // need, which readers leave that work to. false: readers fault it in themselves, so a
+  // read caches what it missed at once (tests that count what a read caches).
+  bool cache_reserve = true;
   std::chrono::milliseconds txg_timeout{5000};
   bool sync_thread = true;      // false: txgs commit only on Sync()/throttle (tests)
   size_t condense_blocks = 48;  // rewrite the space map once its log has this many blocks

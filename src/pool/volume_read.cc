@@ -10,7 +10,8 @@
 //      contents, keyed by address and birth txg) are copied from it, without I/O or
 //      checksum; the other whole blocks whose DVAs are adjacent on one vdev are read with one
 //      vdev read (up to kMaxRunBytes) straight into the caller's buffer, verified there block
-//      by block in place, and offered to the cache (which admits them or not: TinyLFU);
+//      by block in place, and offered to the cache (which admits them or not: TinyLFU; and
+//      leaves them out rather than have a read wait for fresh memory to fault in);
 //      partial head/tail blocks go through a per-thread bounce buffer of one block. Requests
 //      longer than kMaxRunBytes are streams: they take the cache's hits but are not counted,
 //      offer nothing, and read a miss's whole run without probing the cache block by block.
@@ -275,8 +276,9 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
       uint8_t* p = dst + k * uint64_t{vbs_};
       const BlockPtr& b = s.bps[i + k];
       if (st.ok() && ComputeChecksum(b.cksum, std::span<const uint8_t>(p, vbs_)) == b.checksum) {
-        if (cache != nullptr && !stream)
-          cache->Insert(PoolImpl::CacheKey(b), p, /*count_access=*/false);
+        if (cache != nullptr && !stream) {
+          cache->Insert(PoolImpl::CacheKey(b), p, /*count_access=*/false, Offer::kRead);
+        }
         continue;
       }
       // A failed read or a mismatch: retry this block alone (it looks the pointer up again;

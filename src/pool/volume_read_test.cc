@@ -165,8 +165,16 @@ std::vector<BlockPtr> DataBps(Pool& pool) {
   return out;
 }
 
+// A read caches what it missed at once when it faults the cache's memory in itself (no
+// reserve: block_cache.h, "Readers wait for no fault").
+PoolTuning ReadersCacheAtOnce() {
+  PoolTuning t = TestTuning();
+  t.cache_reserve = false;
+  return t;
+}
+
 TEST(VolumeReadTest, CachedBlocksAreReadWithoutVdevIo) {
-  auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 4096, 4 * kMiB, TestTuning());
+  auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 4096, 4 * kMiB, ReadersCacheAtOnce());
   auto d = Pattern(kMiB, 9);
   ASSERT_TRUE(s.dev->Write(0, d).ok());
   ASSERT_TRUE(s.pool->Sync().ok());
@@ -259,7 +267,7 @@ TEST(VolumeReadTest, AnOverwrittenBlockLeavesTheCache) {
 // max_queued_forgets of a commit are left to its cache fill (which runs them all even when
 // stopped), the rest the commit forgets itself.
 TEST(VolumeReadTest, FreedBlocksOfALargeTxgLeaveTheCache) {
-  PoolTuning t = TestTuning();
+  PoolTuning t = ReadersCacheAtOnce();
   t.max_queued_forgets = 100;
   auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 4096, 8 * kMiB, t);
   auto& cache = *s.pool->impl()->block_cache;
