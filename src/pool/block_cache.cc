@@ -388,16 +388,15 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
     if (reuse == nullptr && s.table[v].key.size == key.size) {
       reuse = s.table[v].data;  // the usual case: one block out, one in, no memory moves
       bytes_ -= s.Remove(v, /*free_data=*/false);
+    } else if (!may_fault && reuse == nullptr && s.arena.NeedsNewChunk(key.size)) {
+      leave_unready();  // evicting would only make room for a chunk it may not fault in
+      return;
     } else if (2 * (s.entries + 1) > s.table.size()) {
       bytes_ -= s.Remove(v);  // the table is full
     } else {
       // Memory: the shard is over its share (the indirect cache grew) or holds blocks of
       // another size only. A taken buffer would keep its chunk mapped: give it up first.
       if (reuse != nullptr) release_reuse();
-      if (!may_fault && s.arena.NeedsNewChunk(key.size)) {
-        leave_unready();
-        return;
-      }
       bytes_ -= s.Shed();
     }
   }

@@ -267,6 +267,25 @@ TEST(BlockCacheTest, ReadersFaultTheirOwnMemoryInWhenTheReserveIsStarved) {
   EXPECT_EQ(c.Stats().unready, 1u);
 }
 
+// Nor does a reader's offer evict to make room it could fill only with a fresh chunk: in a
+// full cache of 4 KiB blocks, a popular 8 KiB block needs a chunk of its own size.
+TEST(BlockCacheTest, AReaderEvictsNothingForAChunkItMayNotFaultIn) {
+  HeldChunkSource held;
+  BlockCache c(32 * kMiB, nullptr, /*reserve=*/true, held.Source());
+  ReleaseOnExit release{held};
+  for (uint64_t i = 0; i < 16384; i++) c.Insert(Key(i), Block(i).data(), true);  // 2 x full
+  const BlockCacheStats full = c.Stats();
+  ASSERT_GT(full.rejected, 0u);
+  const BlockKey big{0, 8192, Key(0).offset, 8};  // Key(0)'s shard
+  std::vector<uint8_t> out(8192);
+  for (int i = 0; i < 3; i++) ASSERT_FALSE(c.Lookup(big, out.data(), 0, 8192));  // popular
+  c.Insert(big, Block(1, 8192).data(), false, Offer::kRead);
+  EXPECT_FALSE(c.Lookup(big, out.data(), 0, 8192));
+  EXPECT_EQ(c.Stats().unready, 1u);
+  EXPECT_EQ(c.Stats().entries, full.entries);
+  EXPECT_EQ(c.Stats().evicted, full.evicted);
+}
+
 // Blocks bigger than half a chunk are malloc'd, not carved from the reserve's chunks: a
 // reader's offer of one never waits for the reserve.
 TEST(BlockCacheTest, AReadersLargeBlockDoesNotWaitForTheReserve) {
