@@ -57,8 +57,9 @@ class BlockArena {
   // What Allocate(size) would add to mapped_bytes(): 0 when a chunk has a free slot or the
   // spare can serve.
   uint64_t GrowthFor(uint32_t size) const;
-  // Whether Allocate(size) would map a fresh chunk (blocks bigger than half a chunk are
-  // malloc'd instead).
+  // Whether blocks of `size` live in chunks (larger ones are malloc'd).
+  bool InChunks(uint32_t size) const { return SlotSize(size) <= chunk_bytes_ / 2; }
+  // Whether Allocate(size) would map a fresh chunk.
   bool NeedsNewChunk(uint32_t size) const { return InChunks(size) && GrowthFor(size) > 0; }
   // Unmaps the spare chunk, if any; returns the bytes given back.
   uint64_t ReleaseSpare();
@@ -86,7 +87,6 @@ class BlockArena {
   };
 
   static uint32_t SlotSize(uint32_t size) { return std::bit_ceil(size); }
-  bool InChunks(uint32_t size) const { return SlotSize(size) <= chunk_bytes_ / 2; }
   Chunk* NewChunk(uint32_t size);  // the spare, else a fresh mapping; nullptr if none
   void RetireChunk(Chunk* chunk);  // emptied: becomes the spare, or is unmapped
 

@@ -116,8 +116,16 @@ struct BlockCache::Shard {
   uint64_t Shed() {
     const uint64_t before = bytes();
     if (arena.ReleaseSpare() > 0 || entries == 0) return before - bytes();
+    if (!EmptySparsestChunk()) return Remove(Victim());
+    arena.ReleaseSpare();  // the chunk just emptied
+    return before - bytes();
+  }
+  // Evicts every block of the sparsest chunk, which becomes the arena's spare (the arena
+  // must have none): memory already faulted in, for a block size that has no room. Returns
+  // false when no chunk is mapped.
+  bool EmptySparsestChunk() {
     const std::span<uint8_t> chunk = arena.SparsestChunk();
-    if (chunk.empty()) return Remove(Victim());
+    if (chunk.empty()) return false;
     const auto begin = reinterpret_cast<uintptr_t>(chunk.data());
     for (size_t i = 0; i < table.size();) {
       // Erase shifts a later entry into slot i: look at it again before moving on.
@@ -128,8 +136,7 @@ struct BlockCache::Shard {
         i++;
       }
     }
-    arena.ReleaseSpare();  // the chunk just emptied
-    return before - bytes();
+    return true;
   }
   // CLOCK: the next slot whose ref bit is clear (clearing the bits it passes). Requires
   // entries > 0.
@@ -388,17 +395,25 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
     if (reuse == nullptr && s.table[v].key.size == key.size) {
       reuse = s.table[v].data;  // the usual case: one block out, one in, no memory moves
       bytes_ -= s.Remove(v, /*free_data=*/false);
-    } else if (!may_fault && reuse == nullptr && s.arena.NeedsNewChunk(key.size)) {
-      leave_unready();  // evicting would only make room for a chunk it may not fault in
-      return;
     } else if (2 * (s.entries + 1) > s.table.size()) {
       bytes_ -= s.Remove(v);  // the table is full
     } else {
-      // Memory: the shard is over its share (the indirect cache grew) or holds blocks of
-      // another size only. A taken buffer would keep its chunk mapped: give it up first.
+      // Memory: the shard holds blocks of other sizes only, or is over its share (the
+      // indirect cache grew). A taken buffer would keep its chunk mapped: give it up first.
       if (reuse != nullptr) release_reuse();
-      bytes_ -= s.Shed();
+      if (s.arena.InChunks(key.size) && !s.arena.has_spare() && s.bytes() <= cap) {
+        // The sparsest chunk's memory serves this size as it is, without a fault.
+        const uint64_t before = s.bytes();
+        if (!s.EmptySparsestChunk()) s.Remove(v);
+        bytes_ -= before - s.bytes();
+      } else {
+        bytes_ -= s.Shed();
+      }
     }
+  }
+  if (!may_fault && s.arena.NeedsNewChunk(key.size)) {
+    leave_unready();  // a reader never faults memory in (the checks above leave none to)
+    return;
   }
   if (s.bytes() + growth() > cap) {  // empty, and still too small (a block bigger than it)
     if (reuse != nullptr) release_reuse();
