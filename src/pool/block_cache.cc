@@ -411,7 +411,7 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
       }
     }
   }
-  if (!may_fault && s.arena.NeedsNewChunk(key.size)) {
+  if (!may_fault && reuse == nullptr && s.arena.NeedsNewChunk(key.size)) {
     leave_unready();  // a reader never faults memory in (the checks above leave none to)
     return;
   }

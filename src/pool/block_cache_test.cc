@@ -267,6 +267,26 @@ TEST(BlockCacheTest, ReadersFaultTheirOwnMemoryInWhenTheReserveIsStarved) {
   EXPECT_EQ(c.Stats().unready, 1u);
 }
 
+// In a full cache, a reader's popular block takes a victim's place (its buffer, already
+// faulted in) while the reserve owes memory, and the victim's buffer is not lost.
+TEST(BlockCacheTest, AReadersPopularBlockReplacesAVictimOfItsSize) {
+  HeldChunkSource held;
+  BlockCache c(32 * kMiB, nullptr, /*reserve=*/true, held.Source());
+  ReleaseOnExit release{held};
+  for (uint64_t i = 0; i < 16384; i++) c.Insert(Key(i), Block(i).data(), true);  // 2 x full
+  const BlockCacheStats full = c.Stats();
+  std::vector<uint8_t> out(4096);
+  for (uint64_t k = 20000; k < 20100; k++) {
+    for (int i = 0; i < 3; i++) ASSERT_FALSE(c.Lookup(Key(k), out.data(), 0, 4096));  // popular
+    c.Insert(Key(k), Block(k).data(), false, Offer::kRead);
+    ASSERT_TRUE(c.Lookup(Key(k), out.data(), 0, 4096)) << k;
+    EXPECT_EQ(out, Block(k));
+  }
+  EXPECT_EQ(c.Stats().unready, 0u);
+  EXPECT_EQ(c.Stats().entries, full.entries);
+  EXPECT_EQ(c.bytes(), full.bytes);
+}
+
 // A popular block of another size in a full cache takes the memory of the sparsest chunk,
 // emptied, as it is: no fresh chunk, so a reader's offer gets in even while the reserve
 // owes memory (and a commit's faults nothing in).
