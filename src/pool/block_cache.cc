@@ -370,7 +370,7 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
   };
   auto growth = [&] { return reuse != nullptr ? 0 : s.arena.GrowthFor(key.size); };
   // A reader that must not fault memory in leaves the block out where it would take a fresh
-  // chunk, and evicts nothing to make room for one.
+  // chunk, before evicting anything for room in the table.
   const bool may_fault = offer != Offer::kRead || ReaderMayFault();
   auto leave_unready = [&] {
     s.stats.unready++;
@@ -411,13 +411,13 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
       }
     }
   }
-  if (!may_fault && reuse == nullptr && s.arena.NeedsNewChunk(key.size)) {
-    leave_unready();  // a reader never faults memory in (the checks above leave none to)
-    return;
-  }
   if (s.bytes() + growth() > cap) {  // empty, and still too small (a block bigger than it)
     if (reuse != nullptr) release_reuse();
     s.stats.rejected++;
+    return;
+  }
+  if (!may_fault && reuse == nullptr && s.arena.NeedsNewChunk(key.size)) {
+    leave_unready();  // a shard over its share shed a chunk above: none to take in its place
     return;
   }
   const uint64_t before = s.bytes();

@@ -127,7 +127,7 @@ class BlockCache {
  public:
   static constexpr size_t kShards = 16;
   // How long the reserve may leave a request for memory unanswered before readers take it
-  // to be starved: a 2 MiB chunk faults in within 2-4 ms when the thread runs.
+  // to be starved: a 2 MiB chunk faults in within 2-6 ms when the thread runs.
   static constexpr std::chrono::milliseconds kReserveStall{20};
   // Maps a chunk of `bytes` (aligned to its size) and faults it in; an empty span when no
   // memory can be had. The reserve's source of chunks; tests pass one they can hold up.
