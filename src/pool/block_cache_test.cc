@@ -267,14 +267,25 @@ TEST(BlockCacheTest, ReadersFaultTheirOwnMemoryInWhenTheReserveIsStarved) {
   EXPECT_EQ(c.Stats().unready, 1u);
 }
 
+// A 32 MiB cache its commits filled twice over with 4 KiB blocks, its reserve held up (so a
+// reader may not fault memory in), and its stats once full.
+struct FullCacheWithHeldReserve {
+  FullCacheWithHeldReserve() {
+    for (uint64_t i = 0; i < 16384; i++) cache.Insert(Key(i), Block(i).data(), true);
+    full = cache.Stats();
+  }
+  HeldChunkSource held;
+  BlockCache cache{32 * kMiB, nullptr, /*reserve=*/true, held.Source()};
+  ReleaseOnExit release{held};  // destroyed first: the reserve goes before the cache joins it
+  BlockCacheStats full;
+};
+
 // In a full cache, a reader's popular block takes a victim's place (its buffer, already
 // faulted in) while the reserve owes memory, and the victim's buffer is not lost.
 TEST(BlockCacheTest, AReadersPopularBlockReplacesAVictimOfItsSize) {
-  HeldChunkSource held;
-  BlockCache c(32 * kMiB, nullptr, /*reserve=*/true, held.Source());
-  ReleaseOnExit release{held};
-  for (uint64_t i = 0; i < 16384; i++) c.Insert(Key(i), Block(i).data(), true);  // 2 x full
-  const BlockCacheStats full = c.Stats();
+  FullCacheWithHeldReserve f;
+  BlockCache& c = f.cache;
+  const BlockCacheStats& full = f.full;
   std::vector<uint8_t> out(4096);
   for (uint64_t k = 20000; k < 20100; k++) {
     for (int i = 0; i < 3; i++) ASSERT_FALSE(c.Lookup(Key(k), out.data(), 0, 4096));  // popular
@@ -291,11 +302,9 @@ TEST(BlockCacheTest, AReadersPopularBlockReplacesAVictimOfItsSize) {
 // emptied, as it is: no fresh chunk, so a reader's offer gets in even while the reserve
 // owes memory (and a commit's faults nothing in).
 TEST(BlockCacheTest, ABlockOfAnotherSizeReusesTheSparsestChunksMemory) {
-  HeldChunkSource held;
-  BlockCache c(32 * kMiB, nullptr, /*reserve=*/true, held.Source());
-  ReleaseOnExit release{held};
-  for (uint64_t i = 0; i < 16384; i++) c.Insert(Key(i), Block(i).data(), true);  // 2 x full
-  const BlockCacheStats full = c.Stats();
+  FullCacheWithHeldReserve f;
+  BlockCache& c = f.cache;
+  const BlockCacheStats& full = f.full;
   ASSERT_GT(full.rejected, 0u);
   const BlockKey big{0, 8192, Key(0).offset, 8};  // Key(0)'s shard
   std::vector<uint8_t> out(8192);
