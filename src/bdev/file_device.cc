@@ -162,7 +162,29 @@ Status FileDevice::DoRead(uint64_t offset, std::span<uint8_t> buf) {
   return Status::Ok();
 }
 
+template <typename Call>
+Status FileDevice::Syncing(Call&& call) {
+  if (const int earlier = sync_errno_.load()) {
+    return Status::FromErrno(earlier, path_ +
+                                          ": an earlier flush failed; what it covered may "
+                                          "be lost, so no flush succeeds until reopened");
+  }
+  Status st = call();
+  if (!st.ok()) {
+    int none = 0;
+    sync_errno_.compare_exchange_strong(none, st.code());
+  }
+  return st;
+}
+
 Status FileDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) {
+  if (opts.fua) [[unlikely]] {
+    return Syncing([&] { return WriteNow(offset, buf, opts); });
+  }
+  return WriteNow(offset, buf, opts);
+}
+
+Status FileDevice::WriteNow(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) {
   if (!direct_io_ || IsAligned(buf.data())) [[likely]] {
     if (!opts.fua && ::pwrite(fd_, buf.data(), buf.size(), static_cast<off_t>(offset)) ==
                          static_cast<ssize_t>(buf.size())) [[likely]] {
@@ -178,6 +200,14 @@ Status FileDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, WriteO
 
 Status FileDevice::DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
                             WriteOptions opts) {
+  if (opts.fua) [[unlikely]] {
+    return Syncing([&] { return WriteVNow(offset, pieces, opts); });
+  }
+  return WriteVNow(offset, pieces, opts);
+}
+
+Status FileDevice::WriteVNow(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                             WriteOptions opts) {
   if (direct_io_) {
     for (const auto& p : pieces) {
       if (!IsAligned(p.data()) || p.size() % logical_block_size() != 0) {
@@ -219,8 +249,8 @@ Status FileDevice::DoWriteV(uint64_t offset, std::span<const std::span<const uin
 
 Status FileDevice::DoFlush() {
   if (read_only()) return Status::Ok();
-  if (::fdatasync(fd_) != 0) return ErrnoStatus(path_ + ": fdatasync");
-  return Status::Ok();
+  return Syncing(
+      [&] { return ::fdatasync(fd_) == 0 ? Status::Ok() : ErrnoStatus(path_ + ": fdatasync"); });
 }
 
 void FileDevice::DoStartWriteback(uint64_t offset, uint64_t length) {

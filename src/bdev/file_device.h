@@ -7,9 +7,19 @@
 // block sizes come from the kernel (BLKGETSIZE64, BLKSSZGET, BLKPBSZGET), discard is BLKDISCARD and
 // zeroing BLKZEROOUT.
 //
+// Failed flushes stick. The kernel reports a failed write-back once to each open file, to
+// whichever fdatasync (or RWF_DSYNC write) asks first, and forgets the pages it could not
+// write; a later fdatasync on the same fd then succeeds although those writes are lost. With
+// two callers flushing one device (a pool's intent log and its commits, an early flush and
+// a commit), one could take the other's failure and leave it a success that proves nothing.
+// So once a flush or a FUA write fails, every later one fails too, with that first error,
+// until the file is opened again: the BlockDevice contract (a successful Flush makes every
+// earlier completed write durable) holds only that way.
+//
 // Threads: all calls are positional syscalls on one fd, safe from any number of threads.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -61,11 +71,19 @@ class FileDevice final : public BlockDevice {
  private:
   Status ReadFully(uint64_t offset, uint8_t* data, size_t length);
   Status WriteFully(uint64_t offset, const uint8_t* data, size_t length, bool dsync);
+  Status WriteNow(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts);
+  Status WriteVNow(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
+                   WriteOptions opts);
+  // Runs `call`, which makes writes durable (fdatasync, a RWF_DSYNC write), unless one such
+  // call failed before; remembers its failure (see "Failed flushes stick" above).
+  template <typename Call>
+  Status Syncing(Call&& call);
 
   const std::string path_;
   const int fd_;
   const bool is_block_device_;
   const bool direct_io_;
+  std::atomic<int> sync_errno_{0};  // the first failed sync's code; 0: none
 };
 
 }  // namespace volstack::bdev

@@ -12,22 +12,26 @@
 #include <filesystem>
 #include <thread>
 
+#include "bdev/file_device.h"
 #include "bdev/forwarding_device.h"
 #include "bdev/memory_device.h"
 
 namespace volstack::exportfs {
 namespace {
 
-// A device that counts its flushes and can change size, as an LV does on lvextend.
+// A device that counts its flushes, can fail the next one, and can change size, as an LV
+// does on lvextend.
 class WatchedDevice : public bdev::ForwardingDevice {
  public:
   explicit WatchedDevice(bdev::BlockDevicePtr target) : ForwardingDevice(std::move(target)) {}
   void Resize(uint64_t size) { SetSize(size); }
   int flushes() const { return flushes_.load(); }
+  std::atomic<bool> fail_next_flush{false};
 
  protected:
   Status DoFlush() override {
     flushes_++;
+    if (fail_next_flush.exchange(false)) return Status::IoError("injected flush failure");
     return ForwardingDevice::DoFlush();
   }
 
@@ -151,6 +155,32 @@ TEST_F(DevfsTest, FsyncFlushesTheDeviceOnlyWhenSomethingWasWritten) {
   ASSERT_EQ(::fsync(fd), 0);
   EXPECT_EQ(watched->flushes(), 3);
   ::close(fd);
+}
+
+// The kernel hands a file's failed flush to one fsync only; a FileDevice on the file keeps
+// failing every flush and FUA write after it (file_device.h), so no later success can be
+// taken as proof that the lost writes are durable. A new FileDevice starts afresh.
+TEST_F(DevfsTest, AFileDeviceOnAFileWhoseFlushFailedFailsEveryFlushAfter) {
+  auto watched = std::make_shared<WatchedDevice>(bdev::MemoryDevice::Create(1 << 20));
+  ASSERT_TRUE(registry_.Add("pool/failing", watched).ok());
+  auto file = bdev::FileDevice::Open(Path("pool/failing"));
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  std::vector<uint8_t> data(4096, 0x22);
+  ASSERT_TRUE((*file)->Write(0, data).ok());
+  watched->fail_next_flush = true;
+  EXPECT_EQ((*file)->Flush().code(), EIO);
+  EXPECT_EQ(watched->flushes(), 1);
+
+  ASSERT_TRUE((*file)->Write(4096, data).ok());
+  EXPECT_EQ((*file)->Flush().code(), EIO);
+  EXPECT_EQ((*file)->Write(8192, data, {.fua = true}).code(), EIO);
+  EXPECT_EQ(watched->flushes(), 1);  // the file was not asked again
+  // The device itself is fine, as a plain fsync on another descriptor shows.
+  auto fresh = bdev::FileDevice::Open(Path("pool/failing"));
+  ASSERT_TRUE(fresh.ok());
+  ASSERT_TRUE((*fresh)->Write(0, data).ok());
+  EXPECT_TRUE((*fresh)->Flush().ok());
+  EXPECT_EQ(watched->flushes(), 2);
 }
 
 TEST_F(DevfsTest, ASizeChangeReachesTheKernelBeforeTheAttributeTimeout) {
