@@ -13,7 +13,8 @@
 //     double allocation) and every data checksum good;
 //   - the pool keeps working: more writes, a flush, and the check again.
 // A quarter of the points run in a pool nearly full, so writes wait for freed space. Early
-// writes (early_write.cc) run between operations, as the early writer does between writes.
+// writes (early_write.cc) run between operations, as the early writer does between writes,
+// and half of them are followed by early flushes of every vdev (early_flush.h).
 // Volumes use the intent log (logbias=latency) mostly, some logbias=throughput (flush =
 // txg commit) and some sync=always. CI runs kCiCrashPoints crash points across seeds;
 // VOLSTACK_LONG=1 runs 20x more; VOLSTACK_CRASH_SEED=N reruns the point of seed N
@@ -142,6 +143,9 @@ Outcome RunCrashPoint(uint64_t seed) {
       }
     } else if (r < 20) {
       pool->impl()->WriteEarlyNow();  // what the early writer does while writes go on
+      if (rng() % 2 == 0) {           // and the early flusher after it
+        for (uint32_t d = 0; d < pool->impl()->vdevs.size(); d++) pool->impl()->EarlyFlush(d);
+      }
     } else {
       Op op;
       op.vol = v;

@@ -12,6 +12,7 @@
 
 #include "bdev/forwarding_device.h"
 #include "bdev/memory_device.h"
+#include "pool/gated_pool.h"
 #include "pool/pool_impl.h"
 #include "pool/spa.h"
 #include "pool/test_util.h"
@@ -20,52 +21,14 @@ namespace volstack::pool {
 namespace {
 
 using testing::ExpectConsistent;
+using testing::GateDevice;
+using testing::GatedPool;
 using testing::kMiB;
+using testing::MakeGatedPool;
 using testing::Pattern;
 using testing::TestTuning;
 
-// Counts the bytes written through it; with `hold` set, a vectored write waits (after
-// counting) until `hold` is cleared: an early write caught in flight.
-class GateDevice final : public bdev::ForwardingDevice {
- public:
-  explicit GateDevice(bdev::BlockDevicePtr t) : ForwardingDevice(std::move(t)) {}
-  std::atomic<uint64_t> written{0};
-  std::atomic<bool> waiting{false};
-  void Hold(bool on) {
-    {
-      std::lock_guard l(mu_);
-      hold_ = on;
-    }
-    cv_.notify_all();
-  }
-
- protected:
-  Status DoWrite(uint64_t offset, std::span<const uint8_t> buf, bdev::WriteOptions opts) override {
-    written += buf.size();
-    return ForwardingDevice::DoWrite(offset, buf, opts);
-  }
-  Status DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
-                  bdev::WriteOptions opts) override {
-    written += bdev::TotalLength(pieces);
-    std::unique_lock l(mu_);
-    waiting = hold_;
-    cv_.wait(l, [&] { return !hold_; });
-    waiting = false;
-    l.unlock();
-    return ForwardingDevice::DoWriteV(offset, pieces, opts);
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool hold_ = false;
-};
-
-struct Fixture {
-  std::shared_ptr<GateDevice> gate;
-  std::shared_ptr<Pool> pool;
-  bdev::BlockDevicePtr vol;
-  PoolImpl& impl() { return *pool->impl(); }
+struct Fixture : GatedPool {
   uint64_t EarlyBytes() {
     std::lock_guard l(impl().sync_mu);
     uint64_t n = 0;
@@ -74,23 +37,11 @@ struct Fixture {
   }
 };
 
-// A 16 MiB volume (volblocksize 16K, no intent log: a flush commits a txg) whose runs of
-// 256 KiB go early when WriteEarlyNow asks.
+// Runs of 256 KiB go early when WriteEarlyNow asks.
 Fixture MakeFixture() {
-  Fixture f;
-  f.gate = std::make_shared<GateDevice>(bdev::MemoryDevice::Create(128 * kMiB));
-  PoolCreateOptions o;
-  o.tuning = TestTuning();
-  o.tuning.early_write_run_bytes = 256 * 1024;
-  auto p = Pool::Create("trunk", {f.gate}, o);
-  EXPECT_TRUE(p.ok()) << p.status().ToString();
-  f.pool = *p;
-  VolumeOptions vo;
-  vo.volsize = 16 * kMiB;
-  vo.sparse = true;
-  vo.props["logbias"] = "throughput";
-  EXPECT_TRUE(f.pool->CreateVolume("trunk/v", vo).ok());
-  f.vol = *f.pool->OpenVolume("trunk/v");
+  PoolTuning t = TestTuning();
+  t.early_write_run_bytes = 256 * 1024;
+  Fixture f{MakeGatedPool(t)};
   EXPECT_TRUE(f.pool->Sync().ok());
   return f;
 }

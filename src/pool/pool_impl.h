@@ -16,6 +16,7 @@
 #include "pool/block_cache.h"
 #include "pool/cache_fill.h"
 #include "pool/dirty_reservation.h"
+#include "pool/early_flush.h"
 #include "pool/label_format.h"
 #include "pool/mos_format.h"
 #include "pool/range_set.h"
@@ -123,7 +124,11 @@ class PoolImpl {
   // Export or destroy found no device open: none may open from then on (OpenVolume).
   bool leaving = false;  // GUARDED_BY(mu)
   std::atomic<bool> closed{false};
-  std::atomic<bool> failed{false};  // a txg commit failed: the pool is suspended
+  // A txg commit or an early flush failed: the pool is suspended.
+  std::atomic<bool> failed{false};
+  Status SuspendedError() const {
+    return Status::IoError("pool " + name + " is suspended after a failed commit or flush");
+  }
   std::atomic<uint64_t> dirty_bytes{0};
   // The indirect blocks the dirty data will make commits write, at most (Volume::
   // CountDirtyLocked): what ReserveDirty keeps room for beyond the data.
@@ -222,6 +227,17 @@ class PoolImpl {
   bool early_wanted = false;  // GUARDED_BY(early_mu)
   bool early_stop = false;    // GUARDED_BY(early_mu)
   std::thread early_writer;
+  // The early flusher (early_flush.h), fed by every RunWriter. Created and destroyed with
+  // the sync thread, around the early writer, so it outlives every RunWriter that notes a
+  // write to it: the early writer's (joined first) and the commits' (destroyed under
+  // sync_mu). A failed early flush suspends the pool.
+  std::unique_ptr<EarlyFlusher> early_flusher;
+  void StartEarlyFlusher();
+  // What the early flusher does for `vdev`: flushes it, and suspends the pool if that fails.
+  void EarlyFlush(uint32_t vdev);
+  void NoteDataWritten(uint32_t vdev, uint64_t bytes) {
+    if (early_flusher) early_flusher->NoteWritten(vdev, bytes);
+  }
   Status WriteMetaBlock(SyncContext& ctx, BlockType type, std::vector<uint8_t> data, BlockPtr* bp);
   // The block-cache fills of durable txgs whose last copy was still in flight when their
   // commit stopped them (cache_fill.h), each keeping that block's buffer. ReapCacheFillsLocked
@@ -233,6 +249,8 @@ class PoolImpl {
     std::lock_guard l(sync_mu);
     ReapCacheFillsLocked(/*all=*/true);
   }
+  // Flushes every vdev; IoError if the pool is suspended by then (an early flush that
+  // failed may have lost what these flushes would otherwise vouch for).
   Status FlushAll();
   Status WriteLabels(PoolState state, uint64_t txg);
 

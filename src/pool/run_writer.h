@@ -6,7 +6,8 @@
 // Write-back. The commit flushes right after its writes, and an early block is flushed by
 // the commit that adopts it: a long run is started for the disk at once (StartWriteback),
 // so those flushes find less left to write. Short runs (random writes) would only add
-// system calls.
+// system calls. Every run is counted for the early flusher (early_flush.h), which drains
+// the disk's cache while the writes go on.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,7 @@ class RunWriter {
     Status st = vdev.WriteV(start_, pieces_);
     pieces_.clear();
     if (st.ok() && end_ - start_ >= kHintRun) vdev.StartWriteback(start_, end_ - start_);
+    if (st.ok()) pool_->NoteDataWritten(vdev_, end_ - start_);
     return st;
   }
 

@@ -18,7 +18,9 @@
 // verify and whose volume roots read back; it reads metadata only. Runs of a stream's whole
 // blocks may be written ahead of their commit, by the early writer (early_write.cc), to
 // space taken from the free set that only that commit's tree will name: the same data
-// writes, moved earlier, so none of the above changes.
+// writes, moved earlier, so none of the above changes. Likewise the early flusher
+// (early_flush.h) flushes a vdev once a few MiB of data have reached it, while the txg is
+// still open or its commit is writing: flushes made sooner, never one fewer.
 //
 // Space accounting. The space map is a log of alloc/free records for tree blocks, one
 // block per txg appended (condensed into a fresh list of live extents when long). The MOS
@@ -203,7 +205,7 @@ Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst) {
 
 Status PoolImpl::CheckUsable() const {
   if (closed) return Status::FromErrno(ENXIO, "pool " + name + " is closed");
-  if (failed) return Status::IoError("pool " + name + " is suspended after a failed commit");
+  if (failed) return SuspendedError();
   return Status::Ok();
 }
 
@@ -269,8 +271,24 @@ Status PoolImpl::SyncIfDirtyAtLeast(uint64_t bytes) {
   return SyncLocked();
 }
 
+void PoolImpl::StartEarlyFlusher() {
+  if (tuning.early_flush_bytes == 0) return;
+  early_flusher = std::make_unique<EarlyFlusher>(vdevs.size(), tuning.early_flush_bytes,
+                                                 [this](uint32_t vdev) { EarlyFlush(vdev); });
+}
+
+void PoolImpl::EarlyFlush(uint32_t vdev) {
+  if (vdevs[vdev]->device()->Flush().ok()) return;
+  {
+    std::lock_guard l(mu);
+    failed = true;
+  }
+  cv.notify_all();
+}
+
 void PoolImpl::StartSyncThread() {
   if (!tuning.sync_thread) return;
+  StartEarlyFlusher();
   StartEarlyWriter();
   sync_thread = std::thread([this] {
     std::unique_lock l(mu);
@@ -300,6 +318,8 @@ void PoolImpl::StopSyncThread() {
   }
   cv.notify_all();
   if (sync_thread.joinable()) sync_thread.join();
+  std::lock_guard l(sync_mu);
+  early_flusher.reset();
 }
 
 Status PoolImpl::WriteLabels(PoolState state, uint64_t txg) {

@@ -53,6 +53,10 @@ struct PoolTuning {
   // written by a pool thread while the txg is still open; 0 turns them off. Runs need the
   // sync thread (sync_thread); tests call PoolImpl::WriteEarlyNow instead.
   uint64_t early_write_run_bytes = 1 << 20;
+  // Early flushes (early_flush.h): a vdev that has received this many bytes of data since
+  // its last flush is flushed in the background, so a commit's flush finds less to drain;
+  // 0 turns them off. They need the sync thread (sync_thread).
+  uint64_t early_flush_bytes = 2 << 20;
 };
 
 struct PoolCreateOptions {

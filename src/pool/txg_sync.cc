@@ -17,6 +17,8 @@
 //   4. append this txg's alloc/free records to the space map (or condense it), write the
 //      MOS block.
 //   5. flush every vdev; write the uberblock into every label of every vdev; flush again.
+//      Early flushes (early_flush.h) have drained most of the data by then; one that failed
+//      suspended the pool, and the first flush then fails the commit.
 //   6. release frees of txg - kTxgDefer to the allocator; stop the cache copies (without
 //      waiting for the one in flight, whose buffer the fill keeps) and give the syncing
 //      buffers back to their volumes; drop the log records this txg holds.
@@ -154,7 +156,11 @@ Status PoolImpl::WriteMetaBlock(SyncContext& ctx, BlockType type, std::vector<ui
 }
 
 Status PoolImpl::FlushAll() {
-  for (auto& v : vdevs) VS_RETURN_IF_ERROR(v->device()->Flush());
+  for (uint32_t v = 0; v < vdevs.size(); v++) {
+    if (early_flusher) early_flusher->NoteFlushed(v);
+    VS_RETURN_IF_ERROR(vdevs[v]->device()->Flush());
+  }
+  if (failed) return SuspendedError();
   return Status::Ok();
 }
 
@@ -191,7 +197,7 @@ bool PoolImpl::CommitForSpace() {
 
 Status PoolImpl::SyncLocked(bool even_if_clean) {
   ReapCacheFillsLocked(/*all=*/false);
-  if (failed) return Status::IoError("pool " + name + " is suspended after a failed commit");
+  if (failed) return SuspendedError();
   // 1. quiesce
   std::vector<std::shared_ptr<Volume>> vols, destroyed;
   MosPhys mos;
