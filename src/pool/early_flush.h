@@ -8,14 +8,15 @@
 // took 8 ms even 20 ms after the writes (docs/bench.md, "Twelfth round"). So a commit that
 // writes its data and only then flushes pays the whole drain after all its writes. Flushing
 // in the background, as the early writer's runs and the commit's own runs go out, moves
-// most of the drain under those writes: pool_bench SeqWrite64K went from 0.69 to 0.82 of
-// raw on sparse files and from 0.81 to 0.90 on written ones (medians of 7).
+// most of the drain under those writes: pool_bench SeqWrite64K went from 0.75-0.77 to
+// 0.85-0.89 of raw on written files and from 0.71-0.74 to 0.77-0.83 on sparse ones
+// (medians of 7 in three rounds).
 //
 // Safety. A flush only makes writes durable sooner; it never makes one durable that the
 // commit's own flush would not, and the commit still flushes before its uberblock, so the
 // order import relies on is unchanged. What a failed early flush means is the caller's to
-// decide (`flush` sees it): the pool suspends itself (PoolImpl::StartEarlyFlusher), since a
-// vdev that lost writes must not have a later flush taken as proof that they are durable.
+// decide (`flush` sees it): the pool suspends itself (PoolImpl::EarlyFlush), since a vdev
+// that lost writes must not have a later flush taken as proof that they are durable.
 //
 // Threads: NoteWritten and NoteFlushed are thread-safe and never block on I/O; one thread
 // of the flusher's own calls `flush`, one vdev at a time, at most one early flush in
