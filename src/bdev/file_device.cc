@@ -128,14 +128,24 @@ Status FileDevice::ReadFully(uint64_t offset, uint8_t* data, size_t length) {
   return Status::Ok();
 }
 
+Status FileDevice::PwriteV(const iovec* iov, int count, uint64_t offset, bool dsync,
+                           ssize_t* written) {
+  auto write = [&] {
+    do {
+      *written = ::pwritev2(fd_, iov, count, static_cast<off_t>(offset), dsync ? RWF_DSYNC : 0);
+    } while (*written < 0 && errno == EINTR);
+    return *written >= 0 ? Status::Ok()
+                         : ErrnoStatus(path_ + ": write at " + std::to_string(offset));
+  };
+  // A RWF_DSYNC write syncs as fdatasync does, and may take or report a failed write-back.
+  return dsync ? sync_latch_.Run(write, path_) : write();
+}
+
 Status FileDevice::WriteFully(uint64_t offset, const uint8_t* data, size_t length, bool dsync) {
   while (length > 0) {
     iovec iov = {const_cast<uint8_t*>(data), length};
-    const ssize_t n = ::pwritev2(fd_, &iov, 1, static_cast<off_t>(offset), dsync ? RWF_DSYNC : 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(path_ + ": write at " + std::to_string(offset));
-    }
+    ssize_t n;
+    VS_RETURN_IF_ERROR(PwriteV(&iov, 1, offset, dsync, &n));
     if (n == 0) {  // a zero-length write would loop forever; the kernel should never do it
       return Status::IoError(path_ + ": write at " + std::to_string(offset) + " made no progress");
     }
@@ -162,29 +172,7 @@ Status FileDevice::DoRead(uint64_t offset, std::span<uint8_t> buf) {
   return Status::Ok();
 }
 
-template <typename Call>
-Status FileDevice::Syncing(Call&& call) {
-  if (const int earlier = sync_errno_.load()) {
-    return Status::FromErrno(earlier, path_ +
-                                          ": an earlier flush failed; what it covered may "
-                                          "be lost, so no flush succeeds until reopened");
-  }
-  Status st = call();
-  if (!st.ok()) {
-    int none = 0;
-    sync_errno_.compare_exchange_strong(none, st.code());
-  }
-  return st;
-}
-
 Status FileDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) {
-  if (opts.fua) [[unlikely]] {
-    return Syncing([&] { return WriteNow(offset, buf, opts); });
-  }
-  return WriteNow(offset, buf, opts);
-}
-
-Status FileDevice::WriteNow(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) {
   if (!direct_io_ || IsAligned(buf.data())) [[likely]] {
     if (!opts.fua && ::pwrite(fd_, buf.data(), buf.size(), static_cast<off_t>(offset)) ==
                          static_cast<ssize_t>(buf.size())) [[likely]] {
@@ -200,14 +188,6 @@ Status FileDevice::WriteNow(uint64_t offset, std::span<const uint8_t> buf, Write
 
 Status FileDevice::DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
                             WriteOptions opts) {
-  if (opts.fua) [[unlikely]] {
-    return Syncing([&] { return WriteVNow(offset, pieces, opts); });
-  }
-  return WriteVNow(offset, pieces, opts);
-}
-
-Status FileDevice::WriteVNow(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
-                             WriteOptions opts) {
   if (direct_io_) {
     for (const auto& p : pieces) {
       if (!IsAligned(p.data()) || p.size() % logical_block_size() != 0) {
@@ -225,12 +205,8 @@ Status FileDevice::WriteVNow(uint64_t offset, std::span<const std::span<const ui
       if (!p.empty()) iov.push_back({const_cast<uint8_t*>(p.data()), p.size()});
     }
     if (iov.empty()) break;
-    const ssize_t n = ::pwritev2(fd_, iov.data(), static_cast<int>(iov.size()),
-                                 static_cast<off_t>(offset), opts.fua ? RWF_DSYNC : 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(path_ + ": write at " + std::to_string(offset));
-    }
+    ssize_t n;
+    VS_RETURN_IF_ERROR(PwriteV(iov.data(), static_cast<int>(iov.size()), offset, opts.fua, &n));
     if (n == 0) {
       return Status::IoError(path_ + ": write at " + std::to_string(offset) + " made no progress");
     }
@@ -249,8 +225,9 @@ Status FileDevice::WriteVNow(uint64_t offset, std::span<const std::span<const ui
 
 Status FileDevice::DoFlush() {
   if (read_only()) return Status::Ok();
-  return Syncing(
-      [&] { return ::fdatasync(fd_) == 0 ? Status::Ok() : ErrnoStatus(path_ + ": fdatasync"); });
+  return sync_latch_.Run(
+      [&] { return ::fdatasync(fd_) == 0 ? Status::Ok() : ErrnoStatus(path_ + ": fdatasync"); },
+      path_);
 }
 
 void FileDevice::DoStartWriteback(uint64_t offset, uint64_t length) {

@@ -7,23 +7,23 @@
 // block sizes come from the kernel (BLKGETSIZE64, BLKSSZGET, BLKPBSZGET), discard is BLKDISCARD and
 // zeroing BLKZEROOUT.
 //
-// Failed flushes stick. The kernel reports a failed write-back once to each open file, to
-// whichever fdatasync (or RWF_DSYNC write) asks first, and forgets the pages it could not
-// write; a later fdatasync on the same fd then succeeds although those writes are lost. With
-// two callers flushing one device (a pool's intent log and its commits, an early flush and
-// a commit), one could take the other's failure and leave it a success that proves nothing.
-// So once a flush or a FUA write fails, every later one fails too, with that first error,
-// until the file is opened again: the BlockDevice contract (a successful Flush makes every
-// earlier completed write durable) holds only that way.
+// Failed flushes stick (sync_error_latch.h): once an fdatasync or a RWF_DSYNC write fails,
+// every later flush and FUA write fails with that error until the file is opened again,
+// and a flush that overlapped the failing one reports its failure. The kernel reports a
+// failed write-back to one caller only and forgets the pages it could not write, so a later
+// success could otherwise stand over lost writes. A FUA write's own failure (ENOSPC, say)
+// sticks too: nothing tells it apart from a failed write-back.
 //
 // Threads: all calls are positional syscalls on one fd, safe from any number of threads.
 #pragma once
 
-#include <atomic>
+#include <sys/uio.h>
+
 #include <memory>
 #include <string>
 
 #include "bdev/block_device.h"
+#include "bdev/sync_error_latch.h"
 
 namespace volstack::bdev {
 
@@ -71,19 +71,14 @@ class FileDevice final : public BlockDevice {
  private:
   Status ReadFully(uint64_t offset, uint8_t* data, size_t length);
   Status WriteFully(uint64_t offset, const uint8_t* data, size_t length, bool dsync);
-  Status WriteNow(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts);
-  Status WriteVNow(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
-                   WriteOptions opts);
-  // Runs `call`, which makes writes durable (fdatasync, a RWF_DSYNC write), unless one such
-  // call failed before; remembers its failure (see "Failed flushes stick" above).
-  template <typename Call>
-  Status Syncing(Call&& call);
+  // One pwritev2 (retried on EINTR), through sync_latch_ when `dsync`.
+  Status PwriteV(const iovec* iov, int count, uint64_t offset, bool dsync, ssize_t* written);
 
   const std::string path_;
   const int fd_;
   const bool is_block_device_;
   const bool direct_io_;
-  std::atomic<int> sync_errno_{0};  // the first failed sync's code; 0: none
+  SyncErrorLatch sync_latch_;  // fdatasync and RWF_DSYNC writes
 };
 
 }  // namespace volstack::bdev

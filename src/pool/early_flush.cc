@@ -39,7 +39,14 @@ void EarlyFlusher::NoteWritten(uint32_t vdev, uint64_t bytes) {
 
 void EarlyFlusher::NoteFlushed(uint32_t vdev) {
   std::lock_guard l(mu_);
-  if (vdev < unflushed_.size()) unflushed_[vdev] = 0;
+  if (vdev >= unflushed_.size()) return;
+  unflushed_[vdev] = 0;
+  if (in_flight_ != vdev) wanted_[vdev] = false;
+}
+
+void EarlyFlusher::WaitIdle() {
+  std::unique_lock l(mu_);
+  idle_.wait(l, [&] { return in_flight_ < 0; });
 }
 
 uint64_t EarlyFlusher::flushes() const {
@@ -61,13 +68,17 @@ void EarlyFlusher::Run() {
     if (stop_) return;
     const auto vdev =
         static_cast<uint32_t>(std::find(wanted_.begin(), wanted_.end(), true) - wanted_.begin());
+    in_flight_ = vdev;
     l.unlock();
     flush_(vdev);
     l.lock();
-    // Cleared only now: writes noted meanwhile wait for this flush to end rather than
-    // queue a second one behind it.
-    wanted_[vdev] = false;
+    in_flight_ = -1;
+    idle_.notify_all();
     flushes_++;
+    // Writes noted during the flush counted up without making a second flush due behind
+    // it (it may cover them); if they reached the threshold, they are due one now.
+    wanted_[vdev] = unflushed_[vdev] >= threshold_;
+    if (wanted_[vdev]) unflushed_[vdev] = 0;
   }
 }
 

@@ -12,11 +12,14 @@
 // 0.85-0.89 of raw on written files and from 0.71-0.74 to 0.77-0.83 on sparse ones
 // (medians of 7 in three rounds).
 //
-// Safety. A flush only makes writes durable sooner; it never makes one durable that the
-// commit's own flush would not, and the commit still flushes before its uberblock, so the
-// order import relies on is unchanged. What a failed early flush means is the caller's to
-// decide (`flush` sees it): the pool suspends itself (PoolImpl::EarlyFlush), since a vdev
-// that lost writes must not have a later flush taken as proof that they are durable.
+// Safety. A flush only makes writes durable sooner: the data of the txg being written
+// (which only that txg's tree will name, or which a failed commit leaves in free space),
+// never a change to anything an older uberblock needs. The commit still flushes before its
+// uberblock, so the order import relies on is unchanged. What a failed early flush means is
+// the caller's to decide (`flush` sees it): the pool suspends itself (PoolImpl::EarlyFlush),
+// and a commit waits for the early flush in flight (WaitIdle) before it trusts its own
+// flush, since a vdev that lost writes must not have a flush that overlapped the failing
+// one taken as proof that they are durable.
 //
 // Threads: NoteWritten and NoteFlushed are thread-safe and never block on I/O; one thread
 // of the flusher's own calls `flush`, one vdev at a time, at most one early flush in
@@ -47,8 +50,10 @@ class EarlyFlusher {
   // `bytes` of data were written to `vdev` (the write has returned).
   void NoteWritten(uint32_t vdev, uint64_t bytes);
   // A flush of `vdev` is starting elsewhere (the commit's): it covers everything written
-  // so far.
+  // so far, so an early flush of it that has not started yet is dropped.
   void NoteFlushed(uint32_t vdev);
+  // Returns once no early flush is in flight.
+  void WaitIdle();
   uint64_t flushes() const;                 // early flushes made
   uint64_t unflushed(uint32_t vdev) const;  // bytes noted since the vdev's last flush
 
@@ -61,6 +66,8 @@ class EarlyFlusher {
   std::condition_variable cv_;
   std::vector<uint64_t> unflushed_;  // GUARDED_BY(mu_): per vdev, bytes since its flush
   std::vector<bool> wanted_;         // GUARDED_BY(mu_): per vdev, an early flush is due
+  int64_t in_flight_ = -1;           // GUARDED_BY(mu_): the vdev being flushed, or -1
+  std::condition_variable idle_;     // in_flight_ went back to -1
   bool stop_ = false;                // GUARDED_BY(mu_)
   uint64_t flushes_ = 0;             // GUARDED_BY(mu_)
   std::thread thread_;               // started last

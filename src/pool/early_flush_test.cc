@@ -22,6 +22,7 @@ namespace volstack::pool {
 namespace {
 
 using testing::ExpectConsistent;
+using testing::GatedPool;
 using testing::kMiB;
 using testing::MakeGatedPool;
 using testing::Pattern;
@@ -80,19 +81,32 @@ TEST(EarlyFlusherTest, AFlushElsewhereStartsTheCountAgain) {
   EXPECT_EQ(log.WaitFor(1).size(), 1u);
 }
 
-TEST(EarlyFlusherTest, WritesDuringAFlushWaitForItInsteadOfQueueingMore) {
+TEST(EarlyFlusherTest, WritesDuringAFlushGetOneFlushAfterIt) {
   FlushLog log;
   log.SetOpen(false);
   EarlyFlusher flusher(1, 100, [&](uint32_t v) { log(v); });
   flusher.NoteWritten(0, 100);
   ASSERT_EQ(log.WaitFor(1).size(), 1u);
+  flusher.NoteFlushed(0);  // a commit's flush starts meanwhile: this one is in flight still
   for (int i = 0; i < 5; i++) flusher.NoteWritten(0, 100);
-  EXPECT_EQ(flusher.unflushed(0), 500u);  // none of them made a flush due
+  EXPECT_EQ(flusher.unflushed(0), 500u);  // none of them queued a flush behind this one
   log.SetOpen(true);
-  // They are due one of their own, started by the next write noted.
-  while (flusher.flushes() < 1) std::this_thread::yield();
-  flusher.NoteWritten(0, 1);
-  EXPECT_EQ(log.WaitFor(2).size(), 2u);
+  EXPECT_EQ(log.WaitFor(2).size(), 2u);  // but they are due one once it ends
+}
+
+TEST(EarlyFlusherTest, AFlushElsewhereDropsAnEarlyFlushNotYetStarted) {
+  FlushLog log;
+  log.SetOpen(false);
+  EarlyFlusher flusher(2, 100, [&](uint32_t v) { log(v); });
+  flusher.NoteWritten(0, 100);
+  ASSERT_EQ(log.WaitFor(1).size(), 1u);  // vdev 0's flush is in flight
+  flusher.NoteWritten(1, 100);           // vdev 1's waits behind it
+  flusher.NoteFlushed(1);                // and a commit's flush covers it
+  flusher.NoteFlushed(0);                // which cannot drop one in flight
+  log.SetOpen(true);
+  flusher.WaitIdle();
+  EXPECT_EQ(log.WaitFor(1), std::vector<uint32_t>{0});
+  EXPECT_EQ(flusher.flushes(), 1u);
 }
 
 TEST(EarlyFlushTest, AStreamIsFlushedWhileItsTxgIsOpen) {
@@ -122,15 +136,25 @@ TEST(EarlyFlushTest, AStreamIsFlushedWhileItsTxgIsOpen) {
   ExpectConsistent(*f.pool);
 }
 
-TEST(EarlyFlushTest, AFailedEarlyFlushFailsTheCommitUnderWay) {
+// A pool whose txgs commit when asked, with an early flusher (1 MiB) fed only by what a
+// test notes, and 256 KiB of the volume dirty after a first commit; `synced` is that txg.
+struct DirtyPool : GatedPool {
+  uint64_t synced = 0;
+};
+DirtyPool MakeDirtyPoolWithEarlyFlusher() {
   PoolTuning t = TestTuning();
   t.early_write_run_bytes = 0;
   t.early_flush_bytes = kMiB;
-  auto f = MakeGatedPool(t);
+  DirtyPool f{MakeGatedPool(t)};
   f.impl().StartEarlyFlusher();
-  ASSERT_TRUE(f.pool->Sync().ok());
-  const uint64_t synced = f.impl().synced_txg.load();
-  ASSERT_TRUE(f.vol->Write(0, Pattern(256 * 1024, 2)).ok());
+  EXPECT_TRUE(f.pool->Sync().ok());
+  f.synced = f.impl().synced_txg.load();
+  EXPECT_TRUE(f.vol->Write(0, Pattern(256 * 1024, 2)).ok());
+  return f;
+}
+
+TEST(EarlyFlushTest, AFailedEarlyFlushFailsTheCommitUnderWay) {
+  auto f = MakeDirtyPoolWithEarlyFlusher();
   // The commit passes its check of the pool's state and stops in its data writes.
   f.gate->Hold(true);
   Status commit;
@@ -146,8 +170,34 @@ TEST(EarlyFlushTest, AFailedEarlyFlushFailsTheCommitUnderWay) {
   sync.join();
   // The commit's own flushes succeed, but what the failed one covered may be lost.
   EXPECT_EQ(commit.code(), EIO) << commit.ToString();
-  EXPECT_EQ(f.impl().synced_txg.load(), synced);
+  EXPECT_EQ(f.impl().synced_txg.load(), f.synced);
   EXPECT_EQ(f.pool->Sync().code(), EIO);
+}
+
+// The commit's flush succeeds while an early flush that started before it is still in
+// flight; that one then fails. The commit must not take its own flush as proof.
+TEST(EarlyFlushTest, AnEarlyFlushFailingAfterTheCommitsFlushFailsTheCommit) {
+  auto f = MakeDirtyPoolWithEarlyFlusher();
+  f.gate->fail_next_flush = true;
+  f.gate->hold_next_flush = true;
+  f.impl().NoteDataWritten(0, kMiB);
+  while (!f.gate->flush_held) std::this_thread::yield();
+  const int flushes = f.gate->flushes.load();
+  Status commit;
+  std::atomic<bool> done{false};
+  std::thread sync([&] {
+    commit = f.pool->Sync();
+    done = true;
+  });
+  while (f.gate->flushes.load() == flushes) std::this_thread::yield();  // its first flush
+  // A commit that does not wait for the early flush finishes now, before it fails.
+  for (int i = 0; i < 300 && !done; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  f.gate->ReleaseFlush();
+  sync.join();
+  EXPECT_EQ(commit.code(), EIO) << commit.ToString();
+  EXPECT_EQ(f.impl().synced_txg.load(), f.synced);
 }
 
 }  // namespace

@@ -18,8 +18,9 @@
 namespace volstack::pool::testing {
 
 // A test vdev over any device. It counts the bytes written and the flushes that reach it,
-// can fail its next flush, and with Hold(true) keeps every vectored write waiting (after
-// counting) until Hold(false).
+// can fail its next flush, can hold its next flush (after counting it) until
+// ReleaseFlush(), and with Hold(true) keeps every vectored write waiting (after counting)
+// until Hold(false).
 class GateDevice final : public bdev::ForwardingDevice {
  public:
   explicit GateDevice(bdev::BlockDevicePtr t) : ForwardingDevice(std::move(t)) {}
@@ -27,10 +28,19 @@ class GateDevice final : public bdev::ForwardingDevice {
   std::atomic<int> flushes{0};
   std::atomic<bool> fail_next_flush{false};
   std::atomic<bool> waiting{false};  // a vectored write is held
+  std::atomic<bool> hold_next_flush{false};
+  std::atomic<bool> flush_held{false};
   void Hold(bool on) {
     {
       std::lock_guard l(mu_);
       hold_ = on;
+    }
+    cv_.notify_all();
+  }
+  void ReleaseFlush() {
+    {
+      std::lock_guard l(mu_);
+      flush_released_ = true;
     }
     cv_.notify_all();
   }
@@ -52,7 +62,14 @@ class GateDevice final : public bdev::ForwardingDevice {
   }
   Status DoFlush() override {
     flushes++;
-    if (fail_next_flush.exchange(false)) return Status::IoError("injected flush failure");
+    const bool fail = fail_next_flush.exchange(false);
+    if (hold_next_flush.exchange(false)) {
+      std::unique_lock l(mu_);
+      flush_held = true;
+      cv_.wait(l, [&] { return flush_released_; });
+      flush_held = false;
+    }
+    if (fail) return Status::IoError("injected flush failure");
     return ForwardingDevice::DoFlush();
   }
 
@@ -60,6 +77,7 @@ class GateDevice final : public bdev::ForwardingDevice {
   std::mutex mu_;
   std::condition_variable cv_;
   bool hold_ = false;
+  bool flush_released_ = false;
 };
 
 // A pool on a GateDevice over 128 MiB of memory, with one 16 MiB sparse volume trunk/v

@@ -219,7 +219,8 @@ class PoolImpl {
   // The early writer: a thread started with the sync thread, woken by WakeEarlyWriter when
   // a volume has a run's worth of whole new blocks, running Volume::WriteEarly for each.
   void WakeEarlyWriter();
-  void WriteEarlyNow();  // one pass over every volume, on this thread (tests)
+  // One pass over every volume, on this thread (tests, never beside StopSyncThread).
+  void WriteEarlyNow();
   void StartEarlyWriter();
   void StopEarlyWriter();
   std::mutex early_mu;
@@ -249,8 +250,9 @@ class PoolImpl {
     std::lock_guard l(sync_mu);
     ReapCacheFillsLocked(/*all=*/true);
   }
-  // Flushes every vdev; IoError if the pool is suspended by then (an early flush that
-  // failed may have lost what these flushes would otherwise vouch for).
+  // Flushes every vdev; IoError if the pool is suspended by then, once no early flush is
+  // in flight (an early flush that failed may have lost what these flushes would
+  // otherwise vouch for).
   Status FlushAll();
   Status WriteLabels(PoolState state, uint64_t txg);
 

@@ -278,7 +278,7 @@ void PoolImpl::StartEarlyFlusher() {
 }
 
 void PoolImpl::EarlyFlush(uint32_t vdev) {
-  if (vdevs[vdev]->device()->Flush().ok()) return;
+  if (failed || vdevs[vdev]->device()->Flush().ok()) return;
   {
     std::lock_guard l(mu);
     failed = true;

@@ -160,6 +160,8 @@ Status PoolImpl::FlushAll() {
     if (early_flusher) early_flusher->NoteFlushed(v);
     VS_RETURN_IF_ERROR(vdevs[v]->device()->Flush());
   }
+  // An early flush still running may yet fail over writes these flushes vouch for.
+  if (early_flusher) early_flusher->WaitIdle();
   if (failed) return SuspendedError();
   return Status::Ok();
 }
