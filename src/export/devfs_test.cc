@@ -175,7 +175,7 @@ TEST_F(DevfsTest, AFileDeviceOnAFileWhoseFlushFailedFailsEveryFlushAfter) {
   EXPECT_EQ((*file)->Flush().code(), EIO);
   EXPECT_EQ((*file)->Write(8192, data, {.fua = true}).code(), EIO);
   EXPECT_EQ(watched->flushes(), 1);  // the file was not asked again
-  // The device itself is fine, as a plain fsync on another descriptor shows.
+  // The device itself is fine, as a FileDevice opened afresh on the file shows.
   auto fresh = bdev::FileDevice::Open(Path("pool/failing"));
   ASSERT_TRUE(fresh.ok());
   ASSERT_TRUE((*fresh)->Write(0, data).ok());
