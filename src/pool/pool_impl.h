@@ -110,6 +110,10 @@ class PoolImpl {
     }
   }
 
+  // The volumes' dirty blocks (dirty_buffers.h). Declared before the volumes and the commits'
+  // cache fills, which hold its buffers, so that it outlives them.
+  DirtyBuffers dirty_buffers;
+
   // --- directory and state (mu) ---
   std::mutex mu;
   std::condition_variable cv;  // sync thread wake-ups, throttled writers, synced txgs

@@ -469,7 +469,7 @@ BlockPtr Volume::DataBlockPtr(const Dva& dva, ChecksumType cksum) const {
 }
 
 Volume::Buf Volume::NewBufLocked() {
-  if (spare_.empty()) return Buf(new uint8_t[vbs_]);
+  if (spare_.empty()) return pool_->dirty_buffers.Allocate(vbs_);
   Buf b = std::move(spare_.back());
   spare_.pop_back();
   return b;
@@ -483,8 +483,8 @@ Volume::Buf Volume::FinishSync(uint64_t* released, const uint8_t* withhold) {
     old.swap(syncing_);
     pool_->dirty_meta_bytes -= std::exchange(syncing_meta_, 0);
     // Keep as many buffers as this txg used (up to kMaxSpareBytes) for the next one: a
-    // streaming writer then dirties recycled memory instead of fresh pages (malloc hands
-    // freed megabytes back to the kernel, and every new page faults and is zeroed again).
+    // streaming writer then dirties recycled memory instead of fresh pages (the pool's
+    // DirtyBuffers unmap emptied chunks, and every new page faults and is zeroed again).
     const size_t keep = std::min<size_t>(old.size(), std::max<uint64_t>(kMaxSpareBytes / vbs_, 1));
     if (spare_.size() > keep) spare_.resize(keep);
     for (auto& [blkid, buf] : old) {

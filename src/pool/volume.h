@@ -44,6 +44,7 @@
 
 #include "bdev/block_device.h"
 #include "pool/blkptr_format.h"
+#include "pool/dirty_buffers.h"
 #include "pool/dirty_reservation.h"
 #include "pool/mos_format.h"
 
@@ -61,7 +62,7 @@ uint32_t LevelsFor(uint64_t nblocks);
 
 class Volume {
  public:
-  using Buf = std::unique_ptr<uint8_t[]>;  // one block; nullptr in a dirty map is a hole
+  using Buf = DirtyBuffers::Buf;  // one block; nullptr in a dirty map is a hole
 
   Volume(PoolImpl* pool, DatasetPhys phys);
   ~Volume();
