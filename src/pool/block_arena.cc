@@ -81,6 +81,10 @@ uint8_t* BlockArena::Allocate(uint32_t size) {
   if (!c.free_slots.empty()) {
     slot = c.free_slots.back();
     c.free_slots.pop_back();
+    if (c.free_slots.size() < c.purged) {
+      c.purged--;
+      purged_bytes_ -= slot_size;
+    }
   } else {
     slot = c.never_used++;
   }
@@ -109,6 +113,29 @@ void BlockArena::Free(uint8_t* block, uint32_t size) {
   } else if (was_full) {
     not_full_[slot_size].push_back(&c);
   }
+}
+
+uint64_t BlockArena::Purge() {
+  uint64_t purged = 0;
+  std::vector<uint32_t> slots;
+  for (auto& [base, chunk] : chunks_) {
+    Chunk& c = *chunk;
+    if (c.purged == c.free_slots.size()) continue;
+    slots.assign(c.free_slots.begin() + c.purged, c.free_slots.end());
+    std::sort(slots.begin(), slots.end());
+    for (size_t i = 0; i < slots.size();) {
+      size_t j = i + 1;
+      while (j < slots.size() && slots[j] == slots[j - 1] + 1) j++;
+      // Advice only: should the kernel refuse, the pages merely stay resident.
+      ::madvise(c.base + uint64_t{slots[i]} * c.block_size, (j - i) * uint64_t{c.block_size},
+                MADV_DONTNEED);
+      i = j;
+    }
+    purged += slots.size() * uint64_t{c.block_size};
+    c.purged = static_cast<uint32_t>(c.free_slots.size());
+  }
+  purged_bytes_ += purged;
+  return purged;
 }
 
 std::span<uint8_t> BlockArena::SparsestChunk() const {
@@ -141,6 +168,7 @@ void BlockArena::RetireChunk(Chunk* chunk) {
   auto& room = not_full_[chunk->block_size];
   room.erase(std::remove(room.begin(), room.end(), chunk), room.end());
   const std::span<uint8_t> memory{chunk->base, chunk_bytes_};
+  purged_bytes_ -= uint64_t{chunk->purged} * chunk->block_size;
   chunks_.erase(reinterpret_cast<uintptr_t>(chunk->base));  // destroys *chunk
   if (spare_.empty()) {
     spare_ = memory;

@@ -71,8 +71,15 @@ class BlockArena {
   // The address range of the chunk with the fewest blocks in use (the cheapest to empty),
   // or an empty span when no chunk is mapped.
   std::span<uint8_t> SparsestChunk() const;
+  // Gives the pages of every free slot handed out before back to the kernel (MADV_DONTNEED;
+  // the mapping stays, and a slot handed out again faults in anew): for owners whose live
+  // blocks may end up spread thinly over chunks that no other block size can use.
+  // Adjacent free slots go in one call. Returns the bytes given back.
+  uint64_t Purge();
   // Chunks mapped (the spare too) plus malloc'd large blocks: what the shard really holds.
   uint64_t mapped_bytes() const { return mapped_bytes_; }
+  // Of those, the free slots' bytes Purge() gave back (not resident until handed out again).
+  uint64_t purged_bytes() const { return purged_bytes_; }
   uint64_t chunk_bytes() const { return chunk_bytes_; }
 
  private:
@@ -82,6 +89,9 @@ class BlockArena {
     uint32_t slots = 0;
     uint32_t never_used = 0;  // slots [never_used, slots) were never handed out
     std::vector<uint32_t> free_slots;
+    // free_slots[0, purged) had their pages given back; slots freed later sit above them,
+    // so the stack hands out resident slots first.
+    uint32_t purged = 0;
     uint32_t live() const { return never_used - static_cast<uint32_t>(free_slots.size()); }
     bool Full() const { return free_slots.empty() && never_used == slots; }
   };
@@ -92,6 +102,7 @@ class BlockArena {
 
   const uint64_t chunk_bytes_;
   uint64_t mapped_bytes_ = 0;
+  uint64_t purged_bytes_ = 0;
   std::map<uintptr_t, std::unique_ptr<Chunk>> chunks_;  // by base address
   std::map<uint32_t, std::vector<Chunk*>> not_full_;    // block size -> chunks with room
   std::span<uint8_t> spare_;                            // an emptied chunk, still mapped

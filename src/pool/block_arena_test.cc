@@ -5,6 +5,8 @@
 #include "pool/block_arena.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <map>
@@ -125,6 +127,50 @@ TEST(BlockArenaTest, LiveBlocksNeverOverlap) {
   }
   arena.ReleaseSpare();
   EXPECT_EQ(arena.mapped_bytes(), 0u);
+}
+
+// Whether the page at `p` is resident (mincore).
+bool Resident(const uint8_t* p) {
+  unsigned char v = 0;
+  const auto page = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{4095};
+  EXPECT_EQ(::mincore(reinterpret_cast<void*>(page), 4096, &v), 0);
+  return (v & 1) != 0;
+}
+
+TEST(BlockArenaTest, PurgeGivesFreeSlotsPagesBackAndHandsResidentSlotsOutFirst) {
+  BlockArena arena(BlockArena::kHugePage);
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 512; i++) {
+    blocks.push_back(arena.Allocate(4096));
+    std::memset(blocks.back(), 0x5A, 4096);
+  }
+  // Every 64th block stays: the chunk cannot go, and 504 of its slots are free.
+  for (int i = 0; i < 512; i++) {
+    if (i % 64 != 0) arena.Free(blocks[i], 4096);
+  }
+  EXPECT_TRUE(Resident(blocks[1]));
+  EXPECT_EQ(arena.Purge(), 504u * 4096);
+  EXPECT_EQ(arena.purged_bytes(), 504u * 4096);
+  EXPECT_EQ(arena.Purge(), 0u);  // nothing freed since
+  EXPECT_FALSE(Resident(blocks[1]));
+  EXPECT_FALSE(Resident(blocks[511]));
+  for (int i = 0; i < 512; i += 64) {
+    EXPECT_TRUE(Resident(blocks[i]));
+    EXPECT_EQ(blocks[i][4095], 0x5A);  // live blocks keep their bytes
+  }
+  // A block freed after the purge is resident, and handed out before the purged ones.
+  arena.Free(blocks[64], 4096);
+  EXPECT_EQ(arena.Allocate(4096), blocks[64]);
+  EXPECT_EQ(arena.purged_bytes(), 504u * 4096);
+  // A purged slot handed out again is counted as resident again.
+  uint8_t* again = arena.Allocate(4096);
+  EXPECT_EQ(arena.purged_bytes(), 503u * 4096);
+  std::memset(again, 1, 4096);
+  // The chunk emptied: it goes, and so does what it had purged.
+  for (int i = 0; i < 512; i += 64) arena.Free(blocks[i], 4096);
+  arena.Free(again, 4096);
+  EXPECT_EQ(arena.purged_bytes(), 0u);
+  EXPECT_EQ(arena.mapped_bytes(), BlockArena::kHugePage);  // the spare
 }
 
 }  // namespace

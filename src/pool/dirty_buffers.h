@@ -6,10 +6,17 @@
 // written once: 42-59 ms). A pool's first 16 MiB of dirty blocks took 67-102 ms of its
 // writer's time in new[]'d blocks and 18-42 ms in huge pages, where one fault maps 2 MiB:
 // that one interval was about 7 % of the pool's time in pool_bench's SeqWrite64K/0 (docs/bench.md,
-// "Thirteenth round"). A commit gives its buffers back and the volume keeps
-// some as spares (Volume::FinishSync); the rest return here, where an emptied chunk is kept
-// as the one spare chunk or unmapped (BlockArena), so the pool's dirty memory still shrinks
-// after a burst.
+// "Thirteenth round").
+//
+// Memory. A commit gives its buffers back and the volume keeps some as spares
+// (Volume::FinishSync); the rest return here, where an emptied chunk is kept as the one
+// spare chunk or unmapped (BlockArena). After random writes, though, the blocks still in
+// use (the spares, the next txg's) are spread over many chunks that only their block size
+// can use: a 4 KiB volume's 200 spares held 54 MiB of chunks, which a 16 KiB volume's
+// writes could not reuse. So after each commit (Trim) the free slots' pages are given back
+// once more than kPurgeSlack of them sit resident: the pool's dirty memory stays within the
+// live blocks plus that slack, whatever mix of block sizes its volumes have, while a
+// streaming writer, whose freed chunks empty whole, never pays for a purge.
 //
 // Threads: every method may be called from any thread; one mutex guards the arena, taken
 // for each block handed out or given back and never held while calling out (a leaf lock).
@@ -43,14 +50,22 @@ class DirtyBuffers {
   // A block of `size` bytes (> 0, up to a volblocksize), aligned to the power of two at or
   // above it; new[] memory when no chunk can be mapped. Its contents are unspecified.
   Buf Allocate(uint32_t size);
+  // Gives the free slots' pages back to the kernel when more than kPurgeSlack of the
+  // mapped memory is neither in use nor given back already. Returns the bytes given back.
+  uint64_t Trim();
+  static constexpr uint64_t kPurgeSlack = 16 << 20;
+
   // Chunks mapped, the spare chunk included.
   uint64_t mapped_bytes() const;
+  // What is mapped and not given back by Trim: the memory these buffers hold.
+  uint64_t resident_bytes() const;
 
  private:
   void Free(uint8_t* block, uint32_t size);
 
   mutable std::mutex mu_;
   BlockArena arena_{BlockArena::kHugePage};  // GUARDED_BY(mu_)
+  uint64_t live_bytes_ = 0;                  // GUARDED_BY(mu_): slots handed out
 };
 
 }  // namespace volstack::pool

@@ -140,7 +140,8 @@ class PoolImpl {
   std::atomic<uint64_t> cache_bytes{0};  // the volumes' cached indirect blocks
   // Set when the indirect caches gave up enough memory to be worth handing back to the
   // kernel (Volume::TrimCacheLocked). TrimHeap does it, after a commit, with no lock held:
-  // malloc_trim walks the whole heap, and readers would wait for it.
+  // malloc_trim walks the whole heap, and readers would wait for it. It also trims the
+  // dirty blocks' memory (DirtyBuffers::Trim).
   std::atomic<bool> heap_to_trim{false};
   void TrimHeap();
   std::atomic<uint64_t> free_bytes{0};  // allocatable now (excludes deferred frees)

@@ -178,6 +178,7 @@ Status PoolImpl::Sync() {
 
 void PoolImpl::TrimHeap() {
   if (heap_to_trim.exchange(false)) ::malloc_trim(0);
+  dirty_buffers.Trim();
 }
 
 Status PoolImpl::SyncOnTimer() {
