@@ -334,6 +334,28 @@ TEST_F(LvmVerbsTest, VgreduceRemovemissingRefusesPartialLvsWithoutForce) {
   EXPECT_EQ(o.out, "  Volume group \"vg\" is already consistent.\n");
 }
 
+// A VG whose PV is a pool volume: with the pool's vdev gone, the scan names the pool it
+// could not read instead of leaving only "not found".
+TEST_F(LvmVerbsTest, APoolThatCannotBeReadIsNamedNotSkipped) {
+  const std::string vdev = dir_ + "/trunk.img";
+  {
+    std::ofstream(vdev).close();
+    fs::resize_file(vdev, 128 << 20);
+  }
+  ASSERT_EQ(Run({"zpool", "create", "trunk", vdev}).rc, 0);
+  ASSERT_EQ(Run({"zfs", "create", "-V", "32M", "trunk/funk"}).rc, 0);
+  ASSERT_EQ(Run({"pvcreate", "trunk/funk"}).rc, 0);
+  ASSERT_EQ(Run({"vgcreate", "vg", "trunk/funk"}).rc, 0);
+  Out o = Run({"vgs", "vg"});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_EQ(o.err.find("WARNING"), std::string::npos) << o.err;
+  fs::remove(vdev);
+  o = Run({"vgs", "vg"});
+  EXPECT_NE(o.rc, 0);
+  EXPECT_NE(o.err.find("WARNING: volumes of pool trunk not scanned: "), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("Volume group \"vg\" not found"), std::string::npos) << o.err;
+}
+
 TEST_F(LvmVerbsTest, SelectAndSortLikeLvm2) {
   MakeVg();
   ASSERT_EQ(Run({"lvcreate", "-an", "-L", "3m", "-n", "l2", "vg"}).rc, 0);

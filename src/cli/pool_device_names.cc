@@ -1,6 +1,8 @@
 // The pool branch of the device-name resolver: "trunk/funk" is a volume of a pool in the
 // state dir's zpool.cache. The pool is imported for the call; the returned device keeps it
 // open and the pool syncs and closes when the last reference drops.
+#include <cstdio>
+
 #include "cli/device_names.h"
 #include "cli/pool_common.h"
 
@@ -20,13 +22,24 @@ Result<bdev::BlockDevicePtr> OpenPoolVolumeByName(const Context& ctx, const std:
   return p->OpenVolume(name, o);
 }
 
+// A pool that cannot be read is named on stderr, as lvm2 names a device it cannot read: its
+// volumes' PVs are missing from the scan, and a VG on them would otherwise just be "not
+// found", with no hint why.
 std::vector<std::string> ListPoolVolumeNames(const Context& ctx) {
   std::vector<std::string> out;
   auto pools = poolcli::ReadCache(ctx);
-  if (!pools.ok()) return out;
+  if (!pools.ok()) {
+    std::fprintf(stderr, "  WARNING: pool volumes not scanned: %s\n",
+                 pools.status().message().c_str());
+    return out;
+  }
   for (const auto& c : *pools) {
     auto p = poolcli::OpenPool(ctx, c.name, /*read_only=*/true);
-    if (!p.ok()) continue;
+    if (!p.ok()) {
+      std::fprintf(stderr, "  WARNING: volumes of pool %s not scanned: %s\n", c.name.c_str(),
+                   p.status().message().c_str());
+      continue;
+    }
     for (const auto& d : (*p)->ListDatasets()) {
       if (d.type == "volume") out.push_back(d.name);
     }
