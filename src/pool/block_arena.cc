@@ -50,6 +50,7 @@ uint64_t BlockArena::GrowthFor(uint32_t size) const {
 
 uint64_t BlockArena::ReleaseSpare() {
   if (spare_.empty()) return 0;
+  spare_small_pages_ = false;
   Unmap(std::exchange(spare_, {}));
   mapped_bytes_ -= chunk_bytes_;
   return chunk_bytes_;
@@ -131,6 +132,12 @@ uint64_t BlockArena::Purge() {
                 MADV_DONTNEED);
       i = j;
     }
+    // khugepaged would fill the holes back in (it collapses a range with a single page
+    // present) and make them resident again: a purged chunk stays in small pages.
+    if (chunk_bytes_ % kHugePage == 0 && !c.small_pages) {
+      ::madvise(c.base, chunk_bytes_, MADV_NOHUGEPAGE);
+      c.small_pages = true;
+    }
     purged += slots.size() * uint64_t{c.block_size};
     c.purged = static_cast<uint32_t>(c.free_slots.size());
   }
@@ -149,6 +156,10 @@ std::span<uint8_t> BlockArena::SparsestChunk() const {
 
 BlockArena::Chunk* BlockArena::NewChunk(uint32_t size) {
   std::span<uint8_t> memory = std::exchange(spare_, {});
+  // A purged spare was advised out of huge pages: reused whole, it is worth one again.
+  if (std::exchange(spare_small_pages_, false)) {
+    ::madvise(memory.data(), memory.size(), MADV_HUGEPAGE);
+  }
   if (memory.empty()) {
     memory = MapAligned(chunk_bytes_, chunk_bytes_);
     if (memory.empty()) return nullptr;
@@ -169,9 +180,11 @@ void BlockArena::RetireChunk(Chunk* chunk) {
   room.erase(std::remove(room.begin(), room.end(), chunk), room.end());
   const std::span<uint8_t> memory{chunk->base, chunk_bytes_};
   purged_bytes_ -= uint64_t{chunk->purged} * chunk->block_size;
+  const bool small_pages = chunk->small_pages;
   chunks_.erase(reinterpret_cast<uintptr_t>(chunk->base));  // destroys *chunk
   if (spare_.empty()) {
     spare_ = memory;
+    spare_small_pages_ = small_pages;
     return;
   }
   Unmap(memory);

@@ -92,6 +92,7 @@ class BlockArena {
     // free_slots[0, purged) had their pages given back; slots freed later sit above them,
     // so the stack hands out resident slots first.
     uint32_t purged = 0;
+    bool small_pages = false;  // advised out of huge pages by Purge
     uint32_t live() const { return never_used - static_cast<uint32_t>(free_slots.size()); }
     bool Full() const { return free_slots.empty() && never_used == slots; }
   };
@@ -106,6 +107,7 @@ class BlockArena {
   std::map<uintptr_t, std::unique_ptr<Chunk>> chunks_;  // by base address
   std::map<uint32_t, std::vector<Chunk*>> not_full_;    // block size -> chunks with room
   std::span<uint8_t> spare_;                            // an emptied chunk, still mapped
+  bool spare_small_pages_ = false;                      // the spare was purged
 };
 
 }  // namespace volstack::pool

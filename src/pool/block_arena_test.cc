@@ -8,9 +8,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <random>
+#include <string>
 
 namespace volstack::pool {
 namespace {
@@ -129,6 +132,22 @@ TEST(BlockArenaTest, LiveBlocksNeverOverlap) {
   EXPECT_EQ(arena.mapped_bytes(), 0u);
 }
 
+// The VmFlags line of the mapping that holds `p`, from /proc/self/smaps.
+std::string VmFlagsOf(const uint8_t* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t start, end;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &start, &end) == 2) {
+      inside = start <= at && at < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line + " ";
+    }
+  }
+  return "";
+}
+
 // Whether the page at `p` is resident (mincore).
 bool Resident(const uint8_t* p) {
   unsigned char v = 0;
@@ -154,6 +173,8 @@ TEST(BlockArenaTest, PurgeGivesFreeSlotsPagesBackAndHandsResidentSlotsOutFirst) 
   EXPECT_EQ(arena.Purge(), 0u);  // nothing freed since
   EXPECT_FALSE(Resident(blocks[1]));
   EXPECT_FALSE(Resident(blocks[511]));
+  // Out of huge pages, or khugepaged would make the holes resident again.
+  EXPECT_NE(VmFlagsOf(blocks[0]).find(" nh "), std::string::npos) << VmFlagsOf(blocks[0]);
   for (int i = 0; i < 512; i += 64) {
     EXPECT_TRUE(Resident(blocks[i]));
     EXPECT_EQ(blocks[i][4095], 0x5A);  // live blocks keep their bytes
@@ -171,6 +192,11 @@ TEST(BlockArenaTest, PurgeGivesFreeSlotsPagesBackAndHandsResidentSlotsOutFirst) 
   arena.Free(again, 4096);
   EXPECT_EQ(arena.purged_bytes(), 0u);
   EXPECT_EQ(arena.mapped_bytes(), BlockArena::kHugePage);  // the spare
+  // Reused whole, the spare is advised as a huge page again.
+  uint8_t* reused = arena.Allocate(16384);
+  EXPECT_EQ(reused, blocks[0]);
+  EXPECT_NE(VmFlagsOf(reused).find(" hg "), std::string::npos) << VmFlagsOf(reused);
+  arena.Free(reused, 16384);
 }
 
 }  // namespace

@@ -16,7 +16,8 @@
 // writes could not reuse. So after each commit (Trim) the free slots' pages are given back
 // once more than kPurgeSlack of them sit resident: the pool's dirty memory stays within the
 // live blocks plus that slack, whatever mix of block sizes its volumes have, while a
-// streaming writer, whose freed chunks empty whole, never pays for a purge.
+// streaming writer, whose freed chunks empty whole, never pays for a purge. (A purged
+// chunk leaves huge pages until it empties, or khugepaged would fill its holes back in.)
 //
 // Threads: every method may be called from any thread; one mutex guards the arena, taken
 // for each block handed out or given back and never held while calling out (a leaf lock).
