@@ -12,8 +12,8 @@
 // (Volume::FinishSync); the rest return here, where an emptied chunk is kept as the one
 // spare chunk or unmapped (BlockArena). After random writes, though, the blocks still in
 // use (the spares, the next txg's) are spread over many chunks that only their block size
-// can use: a 4 KiB volume's 200 spares held 54 MiB of chunks, which a 16 KiB volume's
-// writes could not reuse. So after each commit (Trim) the free slots' pages are given back
+// can use: after 56 MiB of random 4 KiB writes, the volume's 16 MiB of spares keep all 56
+// MiB of chunks mapped (DirtyBuffersTest), and a 16 KiB volume's writes cannot reuse them. So after each commit (Trim) the free slots' pages are given back
 // once more than kPurgeSlack of them sit resident: the pool's dirty memory stays within the
 // live blocks plus that slack, whatever mix of block sizes its volumes have, while a
 // streaming writer, whose freed chunks empty whole, never pays for a purge. (A purged
