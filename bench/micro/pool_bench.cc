@@ -364,6 +364,7 @@ bdev::FileDeviceOptions ReadFileOptions(int mode) {
 }
 
 void DropCaches(int raw_fd, PoolVol& pv) {
+  pv.pool->impl()->FinishCacheFills();  // and the refill, which would warm the cache again
   if (auto* c = pv.pool->impl()->block_cache.get()) c->Clear();
   auto* f = dynamic_cast<bdev::FileDevice*>(pv.counter->target().get());
   if (f == nullptr) Die("not a file device");

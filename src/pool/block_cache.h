@@ -12,7 +12,7 @@
 // read, and blocks a txg commit wrote (the commit computed their checksum from those very
 // bytes). A hit therefore skips both the vdev read and the checksum. A large commit copies
 // its blocks on a thread of its own that no commit waits for (cache_fill.h): what it did
-// not get to is read from the vdev when asked for.
+// not get to is read back from the vdev, verified, by another (cache_refill.h).
 //
 // Memory ahead of need. On this class of VM memory the kernel has not handed out lately
 // is slow to touch: a fresh 2 MiB huge page costs 2-4 ms to fault in (the host took it

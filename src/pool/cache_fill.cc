@@ -9,12 +9,13 @@ namespace {
 constexpr uint64_t kThreadBytes = 1 << 20;
 }  // namespace
 
-std::unique_ptr<CacheFill> CacheFill::Start(BlockCache* cache, uint64_t txg,
+std::unique_ptr<CacheFill> CacheFill::Start(BlockCache* cache, CacheRefill* refill,
                                             std::vector<BlockKey> forget,
                                             std::vector<Block> blocks) {
   uint64_t bytes = 0;
-  for (const auto& [dva, data] : blocks) bytes += data.size();
-  std::unique_ptr<CacheFill> fill(new CacheFill(cache, txg, std::move(forget), std::move(blocks)));
+  for (const Block& b : blocks) bytes += b.data.size();
+  std::unique_ptr<CacheFill> fill(
+      new CacheFill(cache, refill, std::move(forget), std::move(blocks)));
   if (bytes >= kThreadBytes) {
     try {
       fill->thread_ = std::thread([f = fill.get()] { f->Run(/*threaded=*/true); });
@@ -27,9 +28,9 @@ std::unique_ptr<CacheFill> CacheFill::Start(BlockCache* cache, uint64_t txg,
   return nullptr;
 }
 
-CacheFill::CacheFill(BlockCache* cache, uint64_t txg, std::vector<BlockKey> forget,
+CacheFill::CacheFill(BlockCache* cache, CacheRefill* refill, std::vector<BlockKey> forget,
                      std::vector<Block> blocks)
-    : cache_(cache), txg_(txg), forget_(std::move(forget)), blocks_(std::move(blocks)) {}
+    : cache_(cache), refill_(refill), forget_(std::move(forget)), blocks_(std::move(blocks)) {}
 
 CacheFill::~CacheFill() {
   Stop();
@@ -43,15 +44,23 @@ const uint8_t* CacheFill::Stop() {
 
 void CacheFill::Run(bool threaded) {
   for (const BlockKey& key : forget_) cache_->Forget(key);
-  for (const auto& [dva, data] : blocks_) {
+  if (refill_ != nullptr) refill_->Forget(forget_);
+  size_t copied = 0;
+  for (; copied < blocks_.size(); copied++) {
+    const Block& b = blocks_[copied];
     if (threaded) {
-      claimed_.store(data.data());
+      claimed_.store(b.data.data());
       if (stop_.load()) break;
     }
-    cache_->Insert(BlockKey{dva.vdev, static_cast<uint32_t>(data.size()), dva.offset, txg_},
-                   data.data(), true);
+    cache_->Insert(b.block.key, b.data.data(), true);
   }
   claimed_.store(nullptr);
+  if (refill_ != nullptr && copied < blocks_.size()) {
+    std::vector<WrittenBlock> left;
+    left.reserve(blocks_.size() - copied);
+    for (size_t i = copied; i < blocks_.size(); i++) left.push_back(blocks_[i].block);
+    refill_->Add(left);
+  }
   std::vector<BlockKey>().swap(forget_);
   std::vector<Block>().swap(blocks_);
   done_.store(true, std::memory_order_release);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -16,14 +17,8 @@ namespace {
 constexpr uint32_t kBlock = 4096;
 constexpr uint64_t kTxg = 9;
 
-Dva At(uint64_t i) {
-  Dva d;
-  d.asize_sectors = kBlock >> 9;
-  d.offset = (uint64_t{1} << 22) + i * kBlock;
-  return d;
-}
-
-BlockKey KeyOf(uint64_t i) { return BlockKey{0, kBlock, At(i).offset, kTxg}; }
+BlockKey KeyOf(uint64_t i) { return BlockKey{0, kBlock, (uint64_t{1} << 22) + i * kBlock, kTxg}; }
+constexpr ChecksumType kCksum = ChecksumType::kXxh3_128;
 
 uint8_t Byte(uint64_t block, uint64_t k) { return static_cast<uint8_t>(block * 131 + k * 7 + 1); }
 
@@ -32,7 +27,8 @@ struct Buffers {
     for (size_t i = 0; i < n; i++) {
       bufs.emplace_back(new uint8_t[kBlock]);
       for (uint64_t k = 0; k < kBlock; k++) bufs[i][k] = Byte(i, k);
-      blocks.emplace_back(At(i), std::span<const uint8_t>(bufs[i].get(), kBlock));
+      const std::span<const uint8_t> bytes(bufs[i].get(), kBlock);
+      blocks.push_back({WrittenBlock{KeyOf(i), kCksum, ComputeChecksum(kCksum, bytes)}, bytes});
     }
   }
   std::vector<Volume::Buf> bufs;
@@ -49,7 +45,7 @@ TEST(CacheFillTest, AfterStopOnlyTheNamedBlockIsRead) {
     BlockCache cache(64 << 20, nullptr);
     const size_t n = 2048;  // 8 MiB: copied on a thread
     Buffers b(n);
-    auto fill = CacheFill::Start(&cache, kTxg, {}, b.blocks);
+    auto fill = CacheFill::Start(&cache, nullptr, {}, b.blocks);
     ASSERT_NE(fill, nullptr);
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 1000));
     const uint8_t* in_flight = fill->Stop();
@@ -71,6 +67,37 @@ TEST(CacheFillTest, AfterStopOnlyTheNamedBlockIsRead) {
   EXPECT_GT(kept, 0u);  // and were stopped in flight
 }
 
+// What a stop leaves out is read back by the refill, so every block ends up cached, with
+// the bytes that were written, although the buffers were overwritten at the stop.
+TEST(CacheFillTest, WhatAStopLeavesOutIsReadBackByTheRefill) {
+  BlockCache cache(256 << 20, nullptr);
+  const size_t n = 8192;  // 32 MiB: a stop at once leaves most of it out
+  Buffers b(n);
+  std::vector<std::vector<uint8_t>> disk;
+  for (auto& buf : b.bufs) disk.emplace_back(buf.get(), buf.get() + kBlock);
+  CacheRefill refill(
+      &cache,
+      [&](uint32_t, uint64_t offset, std::span<uint8_t> dst) {
+        std::copy_n(disk[(offset - KeyOf(0).offset) / kBlock].begin(), dst.size(), dst.begin());
+        return Status::Ok();
+      },
+      uint64_t{1} << 30);
+  auto fill = CacheFill::Start(&cache, &refill, {}, b.blocks);
+  ASSERT_NE(fill, nullptr);
+  const uint8_t* in_flight = fill->Stop();
+  for (auto& buf : b.bufs) {
+    if (buf.get() != in_flight) std::fill_n(buf.get(), kBlock, uint8_t{0xEE});
+  }
+  fill.reset();
+  refill.WaitIdle();
+  EXPECT_GT(refill.Stats().refilled, 0u);
+  std::vector<uint8_t> got(kBlock);
+  for (size_t i = 0; i < n; i++) {
+    ASSERT_TRUE(cache.Lookup(KeyOf(i), got.data(), 0, kBlock, false)) << i;
+    ASSERT_EQ(got[i % kBlock], Byte(i, i % kBlock)) << i;
+  }
+}
+
 TEST(CacheFillTest, ForgetsAllRunEvenWhenStopped) {
   BlockCache cache(64 << 20, nullptr);
   Buffers old(512);
@@ -82,8 +109,8 @@ TEST(CacheFillTest, ForgetsAllRunEvenWhenStopped) {
     ASSERT_TRUE(cache.Lookup(KeyOf(i), got.data(), 0, kBlock)) << i;
   }
   Buffers fresh(1024);
-  for (auto& [dva, data] : fresh.blocks) dva.offset += uint64_t{1} << 30;  // elsewhere
-  auto fill = CacheFill::Start(&cache, kTxg, forget, fresh.blocks);
+  for (auto& b : fresh.blocks) b.block.key.offset += uint64_t{1} << 30;  // elsewhere
+  auto fill = CacheFill::Start(&cache, nullptr, forget, fresh.blocks);
   ASSERT_NE(fill, nullptr);
   fill->Stop();
   fill.reset();
@@ -93,7 +120,7 @@ TEST(CacheFillTest, ForgetsAllRunEvenWhenStopped) {
 TEST(CacheFillTest, ASmallTxgIsCopiedBeforeStartReturns) {
   BlockCache cache(64 << 20, nullptr);
   Buffers b(16);  // 64 KiB
-  EXPECT_EQ(CacheFill::Start(&cache, kTxg, {}, b.blocks), nullptr);
+  EXPECT_EQ(CacheFill::Start(&cache, nullptr, {}, b.blocks), nullptr);
   std::vector<uint8_t> got(kBlock);
   for (size_t i = 0; i < b.blocks.size(); i++) {
     ASSERT_TRUE(cache.Lookup(KeyOf(i), got.data(), 0, kBlock)) << i;

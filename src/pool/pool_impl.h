@@ -107,8 +107,17 @@ class PoolImpl {
     if (tuning.cache_data && tuning.cache_max_bytes >= (uint64_t{1} << 20)) {
       block_cache =
           std::make_unique<BlockCache>(tuning.cache_max_bytes, &cache_bytes, tuning.cache_reserve);
+      cache_refill = std::make_unique<CacheRefill>(
+          block_cache.get(),
+          [this](uint32_t vdev, uint64_t offset, std::span<uint8_t> dst) {
+            return vdevs[vdev]->device()->Read(offset, dst);
+          },
+          tuning.cache_max_bytes);
     }
   }
+  // What the commits' cache copies left out, read back (cache_refill.h). Destroyed before
+  // the block cache and the vdevs it uses, and after the fills that feed it.
+  std::unique_ptr<CacheRefill> cache_refill;
 
   // The volumes' dirty blocks (dirty_buffers.h). Declared before the volumes and the commits'
   // cache fills, which hold its buffers, so that it outlives them.
@@ -248,12 +257,14 @@ class PoolImpl {
   // The block-cache fills of durable txgs whose last copy was still in flight when their
   // commit stopped them (cache_fill.h), each keeping that block's buffer. ReapCacheFillsLocked
   // destroys those done; with `all`, every one (stopped and joined). FinishCacheFills does
-  // it all under sync_mu (close; tests that look at the cache).
+  // it all under sync_mu, then empties the refill's queue and waits for its read in flight
+  // (close; tests that look at the cache).
   std::vector<std::unique_ptr<CacheFill>> cache_fills;  // GUARDED_BY(sync_mu)
   void ReapCacheFillsLocked(bool all);
   void FinishCacheFills() {
     std::lock_guard l(sync_mu);
     ReapCacheFillsLocked(/*all=*/true);
+    if (cache_refill) cache_refill->Clear();
   }
   // Flushes every vdev; IoError if the pool is suspended by then, once no early flush is
   // in flight (an early flush that failed may have lost what these flushes would

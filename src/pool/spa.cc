@@ -174,7 +174,9 @@ PoolImpl::~PoolImpl() {
   FinishCacheFills();
   volumes.clear();
   pending_destroy.clear();
-  // The cache's reserve thread reads cache_bytes, a later member destroyed before it.
+  // The cache's reserve thread reads cache_bytes, a later member destroyed before it; the
+  // refill uses the cache.
+  cache_refill.reset();
   block_cache.reset();
 }
 

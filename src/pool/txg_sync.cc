@@ -259,8 +259,9 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
   for (auto& v : vols) datasets.push_back(v->synced_phys());
   zil->SyncBegin(ctx, vols, destroyed, datasets, closing);
   if (block_cache) {
-    ctx.cache_fill = CacheFill::Start(block_cache.get(), txg, std::exchange(ctx.forget, {}),
-                                      std::exchange(ctx.written, {}));
+    ctx.cache_fill =
+        CacheFill::Start(block_cache.get(), cache_refill.get(), std::exchange(ctx.forget, {}),
+                         std::exchange(ctx.written, {}));
   }
   end_step(spent.trees);
   // 4. space map and MOS

@@ -512,7 +512,7 @@ Status Volume::SyncTree(SyncContext& ctx) {
   std::vector<std::pair<uint64_t, BlockPtr>> fresh;
   fresh.reserve(syncing_.size());
   std::vector<std::pair<BlockPtr*, const uint8_t*>> data;  // blocks to write and checksum
-  std::vector<std::pair<Dva, const uint8_t*>> adopted;
+  std::vector<std::pair<BlockPtr, const uint8_t*>> adopted;
   for (auto& [blkid, buf] : syncing_) {
     BlockPtr bp;
     auto e = early.find(blkid);
@@ -523,7 +523,7 @@ Status Volume::SyncTree(SyncContext& ctx) {
       ctx.Adopt(bp.dva[0], this);
       early.erase(e);
       bp.birth = ctx.txg;
-      adopted.emplace_back(bp.dva[0], buf.get());
+      adopted.emplace_back(bp, buf.get());
     } else if (buf && !AllZero(buf.get(), vbs_)) {
       VS_ASSIGN_OR_RETURN(const Dva dva, ctx.Allocate(vbs_, this));
       bp = DataBlockPtr(dva, cksum);
@@ -579,8 +579,12 @@ Status Volume::SyncTree(SyncContext& ctx) {
   ctx.data_bytes += (data.size() + adopted.size()) * pool_->asize(vbs_);
   ctx.early_bytes += adopted.size() * pool_->asize(vbs_);
   if (pool_->block_cache) {
-    for (auto& [bp, buf] : data) ctx.written.emplace_back(bp->dva[0], std::span(buf, vbs_));
-    for (auto& [dva, buf] : adopted) ctx.written.emplace_back(dva, std::span(buf, vbs_));
+    auto add = [&](const BlockPtr& bp, const uint8_t* buf) {
+      ctx.written.push_back(
+          {WrittenBlock{PoolImpl::CacheKey(bp), bp.cksum, bp.checksum}, std::span(buf, vbs_)});
+    };
+    for (auto& [bp, buf] : data) add(*bp, buf);
+    for (auto& [bp, buf] : adopted) add(bp, buf);
   }
 
   std::lock_guard l(tree_mu_);

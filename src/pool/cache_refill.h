@@ -1,0 +1,109 @@
+// CacheRefill: the blocks a commit wrote whose cache copies were cut short (cache_fill.h),
+// read back from their vdevs, verified, and offered to the block cache on a thread of its
+// own.
+//
+// Why. A commit stops its cache copies once its txg is durable, because its buffers go
+// back to the writers. While the cache grows, each copy into a fresh chunk waits for the
+// host to fault it in, so the copies of a large write fall behind and are cut short: on
+// this class of VM pool_bench's SeqRead1M/0 found 84-97 % of the blocks it had just
+// written in the cache, where 99.4 % fit, and each miss is a vdev read and a checksum
+// inside the reader's call. Reading the missed blocks back here, off the readers' and the
+// writers' threads, keeps the cache as warm after a write as the commits meant it to be
+// (docs/bench.md, "Fourteenth round").
+//
+// What it costs. One vdev read and one checksum per block left out. Copies are left out
+// while the cache grows (a full cache takes a commit's copies in its victims' memory,
+// which faults nothing), so about one cache's worth of blocks is read back per growth, not
+// a second copy of every write. The queue holds at most `max_bytes` of blocks (the cache's
+// bound): beyond it, new blocks are dropped, as a stopped fill drops them. An entry costs
+// about 96 bytes, so a full queue costs 2.3 % of its bound in 4 KiB blocks and 0.6 % in
+// 16 KiB ones, outside the cache's bound, and only until the worker has read it back.
+//
+// Correctness. A block is offered only when the bytes read match the checksum its commit
+// computed, so a block whose space was freed and written again meanwhile is skipped (not
+// counted as a vdev error: it is not one). A commit's freed blocks leave the queue
+// (Forget); one freed while its read is in flight may still go in as a dead entry, which
+// no one asks for and which ages out, as after a stopped fill (cache_fill.h).
+//
+// Threads: Add, Forget and Clear are called by the commits' fills and by close, under the
+// refill's mutex; the worker, started by the first Add, reads one block at a time with no
+// lock held.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <span>
+#include <thread>
+
+#include "pool/block_cache.h"
+#include "pool/checksum.h"
+#include "util/status.h"
+
+namespace volstack::pool {
+
+// A block a commit wrote: where it lives and the checksum that vouches for its bytes.
+struct WrittenBlock {
+  BlockKey key;
+  ChecksumType cksum = ChecksumType::kXxh3_128;
+  Checksum checksum;
+};
+
+struct CacheRefillStats {
+  uint64_t refilled = 0;    // read back, verified and offered to the cache
+  uint64_t mismatched = 0;  // read back but no longer the block's bytes: skipped
+  uint64_t failed = 0;      // the vdev read failed: skipped
+  uint64_t dropped = 0;     // not queued: the queue was full
+};
+
+class CacheRefill {
+ public:
+  // Reads `dst.size()` bytes at `offset` of vdev `vdev`.
+  using VdevRead = std::function<Status(uint32_t vdev, uint64_t offset, std::span<uint8_t> dst)>;
+
+  CacheRefill(BlockCache* cache, VdevRead read, uint64_t max_bytes);
+  ~CacheRefill();  // stops and joins; blocks still queued are dropped
+  CacheRefill(const CacheRefill&) = delete;
+  CacheRefill& operator=(const CacheRefill&) = delete;
+
+  void Add(std::span<const WrittenBlock> blocks);
+  // The blocks a commit freed: no one will ask for them again.
+  void Forget(std::span<const BlockKey> keys);
+  // Drops the queue and waits for the block in flight (close; tests that look at the
+  // cache).
+  void Clear();
+  // Waits until the queue is empty and no block is in flight (tests).
+  void WaitIdle();
+  CacheRefillStats Stats() const;
+
+ private:
+  // Disk order: the worker reads a stream's blocks back in sequence. Transparent, so that
+  // Forget finds a block by its key.
+  struct DiskOrder {
+    using is_transparent = void;
+    static const BlockKey& KeyOf(const BlockKey& k) { return k; }
+    static const BlockKey& KeyOf(const WrittenBlock& b) { return b.key; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return Less(KeyOf(a), KeyOf(b));
+    }
+    static bool Less(const BlockKey& a, const BlockKey& b);
+  };
+  void Run(std::stop_token stop);
+
+  BlockCache* const cache_;
+  const VdevRead read_;
+  const uint64_t max_bytes_;
+  mutable std::mutex mu_;
+  std::condition_variable_any wake_;         // the worker: work or stop
+  std::condition_variable idle_;             // Clear and WaitIdle
+  std::set<WrittenBlock, DiskOrder> queue_;  // GUARDED_BY(mu_)
+  uint64_t queued_bytes_ = 0;                // GUARDED_BY(mu_)
+  bool in_flight_ = false;                   // GUARDED_BY(mu_)
+  CacheRefillStats stats_;                   // GUARDED_BY(mu_)
+  std::jthread worker_;                      // started by the first Add
+};
+
+}  // namespace volstack::pool

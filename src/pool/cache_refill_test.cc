@@ -1,0 +1,137 @@
+// CacheRefill (cache_refill.h): only bytes that match their checksum go into the cache; a
+// failed read is skipped; forgotten blocks are not read; the queue is bounded; Clear waits
+// for the read in flight and drops the rest.
+#include "pool/cache_refill.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace volstack::pool {
+namespace {
+
+constexpr uint32_t kBlock = 4096;
+constexpr ChecksumType kCksum = ChecksumType::kXxh3_128;
+
+BlockKey KeyOf(uint64_t i) { return BlockKey{0, kBlock, (uint64_t{1} << 22) + i * kBlock, 7}; }
+
+std::vector<uint8_t> Bytes(uint64_t i) { return std::vector<uint8_t>(kBlock, uint8_t(i + 1)); }
+
+WrittenBlock Written(uint64_t i) { return {KeyOf(i), kCksum, ComputeChecksum(kCksum, Bytes(i))}; }
+
+// A vdev held in memory. A read at offset `hold` (if any) waits until `released` is set;
+// every read is logged.
+struct MemoryVdev {
+  std::map<uint64_t, std::vector<uint8_t>> blocks;  // by offset
+  std::mutex mu;
+  std::vector<uint64_t> reads;
+  const uint64_t hold;
+  std::promise<void> held, released;
+
+  explicit MemoryVdev(size_t n, uint64_t hold_offset = ~uint64_t{0}) : hold(hold_offset) {
+    for (uint64_t i = 0; i < n; i++) blocks[KeyOf(i).offset] = Bytes(i);
+  }
+  CacheRefill::VdevRead Reader() {
+    return [this](uint32_t, uint64_t offset, std::span<uint8_t> dst) {
+      {
+        std::lock_guard l(mu);
+        reads.push_back(offset);
+      }
+      if (offset == hold) {
+        held.set_value();
+        released.get_future().wait();
+      }
+      auto it = blocks.find(offset);
+      if (it == blocks.end()) return Status::IoError("no such block");
+      std::copy_n(it->second.begin(), dst.size(), dst.begin());
+      return Status::Ok();
+    };
+  }
+  bool WasRead(uint64_t i) {
+    std::lock_guard l(mu);
+    return std::count(reads.begin(), reads.end(), KeyOf(i).offset) > 0;
+  }
+};
+
+bool Cached(BlockCache& cache, uint64_t i) {
+  std::vector<uint8_t> got(kBlock);
+  return cache.Lookup(KeyOf(i), got.data(), 0, kBlock, false) && got == Bytes(i);
+}
+
+TEST(CacheRefillTest, OnlyBytesThatMatchTheirChecksumAreCached) {
+  BlockCache cache(64 << 20, nullptr);
+  MemoryVdev vdev(3);
+  vdev.blocks[KeyOf(1).offset][100] ^= 1;  // its space was written again since
+  vdev.blocks.erase(KeyOf(2).offset);      // a read that fails
+  CacheRefill refill(&cache, vdev.Reader(), 64 << 20);
+  const std::vector<WrittenBlock> blocks = {Written(0), Written(1), Written(2)};
+  refill.Add(blocks);
+  refill.WaitIdle();
+  EXPECT_TRUE(Cached(cache, 0));
+  std::vector<uint8_t> got(kBlock);
+  EXPECT_FALSE(cache.Lookup(KeyOf(1), got.data(), 0, kBlock, false));
+  EXPECT_FALSE(cache.Lookup(KeyOf(2), got.data(), 0, kBlock, false));
+  const CacheRefillStats st = refill.Stats();
+  EXPECT_EQ(st.refilled, 1u);
+  EXPECT_EQ(st.mismatched, 1u);
+  EXPECT_EQ(st.failed, 1u);
+}
+
+// A refill whose worker is reading block 0, held there until Release(), with blocks 1 to
+// `queued` added behind it.
+struct HeldRefill {
+  BlockCache cache{64 << 20, nullptr};
+  MemoryVdev vdev;
+  CacheRefill refill;
+
+  HeldRefill(size_t queued, uint64_t bound)
+      : vdev(queued + 1, KeyOf(0).offset), refill(&cache, vdev.Reader(), bound) {
+    const std::vector<WrittenBlock> first = {Written(0)};
+    refill.Add(first);
+    vdev.held.get_future().wait();
+    std::vector<WrittenBlock> rest;
+    for (uint64_t i = 1; i <= queued; i++) rest.push_back(Written(i));
+    refill.Add(rest);
+  }
+  void Release() { vdev.released.set_value(); }
+};
+
+TEST(CacheRefillTest, AForgottenBlockIsNotRead) {
+  HeldRefill h(2, 64 << 20);
+  const std::vector<BlockKey> freed = {KeyOf(1)};
+  h.refill.Forget(freed);
+  h.Release();
+  h.refill.WaitIdle();
+  EXPECT_FALSE(h.vdev.WasRead(1));
+  EXPECT_TRUE(Cached(h.cache, 0));
+  EXPECT_TRUE(Cached(h.cache, 2));
+}
+
+TEST(CacheRefillTest, TheQueueHoldsAtMostItsBound) {
+  HeldRefill h(4, 2 * kBlock);  // block 0 has left the queue: 1 and 2 fit, 3 and 4 do not
+  h.Release();
+  h.refill.WaitIdle();
+  const CacheRefillStats st = h.refill.Stats();
+  EXPECT_EQ(st.dropped, 2u);
+  EXPECT_EQ(st.refilled, 3u);
+  EXPECT_FALSE(h.vdev.WasRead(3));
+  EXPECT_FALSE(h.vdev.WasRead(4));
+}
+
+TEST(CacheRefillTest, ClearWaitsForTheReadInFlightAndDropsTheRest) {
+  HeldRefill h(2, 64 << 20);
+  auto cleared = std::async(std::launch::async, [&] { h.refill.Clear(); });
+  EXPECT_EQ(cleared.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  h.Release();
+  cleared.wait();
+  EXPECT_TRUE(Cached(h.cache, 0));  // the read in flight finished before Clear returned
+  EXPECT_FALSE(h.vdev.WasRead(1));
+  EXPECT_FALSE(h.vdev.WasRead(2));
+}
+
+}  // namespace
+}  // namespace volstack::pool
