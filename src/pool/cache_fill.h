@@ -28,9 +28,10 @@
 // reads it back from the vdevs, verified, on a thread of its own; the blocks the txg freed
 // are dropped from the refill's queue as from the cache.
 //
-// Threads: the fill's own thread runs the forgets and copies and touches nothing else;
-// every method is called by one thread, the commit's (PoolImpl::sync_mu held). A txg of
-// less than 1 MiB is copied on the commit's thread instead, before Start returns.
+// Threads: the fill's own thread runs the forgets and copies and hands the refill its
+// forgets and what it left out, and touches nothing else; every method is called by one
+// thread, the commit's (PoolImpl::sync_mu held). A txg of less than 1 MiB is copied on the
+// commit's thread instead, before Start returns.
 #pragma once
 
 #include <atomic>

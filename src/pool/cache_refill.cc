@@ -1,9 +1,13 @@
 #include "pool/cache_refill.h"
 
+#include <cstdlib>
+#include <memory>
 #include <system_error>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "util/check.h"
 
 namespace volstack::pool {
 
@@ -29,7 +33,7 @@ void CacheRefill::Add(std::span<const WrittenBlock> blocks) {
   if (blocks.empty()) return;
   std::lock_guard l(mu_);
   for (const WrittenBlock& b : blocks) {
-    if (queued_bytes_ + b.key.size > max_bytes_) {
+    if (queued_bytes_ + b.key.size > max_bytes_ || queue_.size() >= kMaxQueued) {
       stats_.dropped++;
       continue;
     }
@@ -43,6 +47,7 @@ void CacheRefill::Add(std::span<const WrittenBlock> blocks) {
       stats_.dropped += queue_.size();
       queue_.clear();
       queued_bytes_ = 0;
+      idle_.notify_all();
       return;
     }
   }
@@ -58,13 +63,16 @@ void CacheRefill::Forget(std::span<const BlockKey> keys) {
     queued_bytes_ -= it->key.size;
     queue_.erase(it);
   }
+  if (queue_.empty()) idle_.notify_all();
 }
 
 void CacheRefill::Clear() {
   std::unique_lock l(mu_);
   queue_.clear();
   queued_bytes_ = 0;
-  idle_.wait(l, [this] { return !in_flight_; });
+  clears_++;
+  idle_.notify_all();
+  idle_.wait(l, [this] { return !inserting_; });
 }
 
 void CacheRefill::WaitIdle() {
@@ -74,29 +82,49 @@ void CacheRefill::WaitIdle() {
 
 CacheRefillStats CacheRefill::Stats() const {
   std::lock_guard l(mu_);
-  return stats_;
+  CacheRefillStats st = stats_;
+  st.queued = queue_.size();
+  return st;
 }
 
 void CacheRefill::Run(std::stop_token stop) {
-  std::vector<uint8_t> buf;
+  // Aligned, so that a vdev opened with O_DIRECT reads into it without a bounce buffer.
+  constexpr size_t kAlign = 4096;
+  std::unique_ptr<uint8_t, decltype(&std::free)> buf(nullptr, &std::free);
+  size_t buf_size = 0;
   std::unique_lock l(mu_);
   for (;;) {
     if (!wake_.wait(l, stop, [this] { return !queue_.empty(); })) return;
     const WrittenBlock b = *queue_.begin();
     queued_bytes_ -= b.key.size;
     queue_.erase(queue_.begin());
+    const uint64_t clears = clears_;
     in_flight_ = true;
     l.unlock();
-    buf.resize(b.key.size);
-    const Status read = read_(b.key.vdev, b.key.offset, buf);
-    const bool intact = read.ok() && ComputeChecksum(b.cksum, buf) == b.checksum;
-    if (intact) cache_->Insert(b.key, buf.data(), /*count_access=*/true);
+    if (buf_size < b.key.size) {
+      buf_size = (b.key.size + kAlign - 1) / kAlign * kAlign;
+      buf.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlign, buf_size)));
+      VS_CHECK(buf != nullptr);
+    }
+    const std::span<uint8_t> bytes(buf.get(), b.key.size);
+    const Status read = read_(b.key.vdev, b.key.offset, bytes);
+    const bool intact = read.ok() && ComputeChecksum(b.cksum, bytes) == b.checksum;
     l.lock();
+    const bool offered = intact && clears == clears_;
+    if (offered) {
+      inserting_ = true;
+      l.unlock();
+      cache_->Insert(b.key, bytes.data(), /*count_access=*/true);
+      l.lock();
+      inserting_ = false;
+    }
     in_flight_ = false;
     if (!read.ok()) {
       stats_.failed++;
     } else if (!intact) {
       stats_.mismatched++;
+    } else if (!offered) {
+      stats_.dropped++;
     } else {
       stats_.refilled++;
     }

@@ -14,20 +14,29 @@
 // What it costs. One vdev read and one checksum per block left out. Copies are left out
 // while the cache grows (a full cache takes a commit's copies in its victims' memory,
 // which faults nothing), so about one cache's worth of blocks is read back per growth, not
-// a second copy of every write. The queue holds at most `max_bytes` of blocks (the cache's
-// bound): beyond it, new blocks are dropped, as a stopped fill drops them. An entry costs
-// about 96 bytes, so a full queue costs 2.3 % of its bound in 4 KiB blocks and 0.6 % in
-// 16 KiB ones, outside the cache's bound, and only until the worker has read it back.
+// a second copy of every write. The blocks go in as the commits' copies do (Offer::
+// kWritten): one that finds no room but fresh memory faults it in under its shard's lock.
+// The queue holds at most `max_bytes` of blocks (the cache's bound) and kMaxQueued of
+// them; beyond, new blocks are dropped, as a stopped fill drops them. An entry takes 112
+// bytes of heap, so a full queue takes 3.5 MiB, outside the cache's bound (within the
+// pool's 64 MiB of slack), and only until the worker has read it back.
 //
 // Correctness. A block is offered only when the bytes read match the checksum its commit
 // computed, so a block whose space was freed and written again meanwhile is skipped (not
 // counted as a vdev error: it is not one). A commit's freed blocks leave the queue
-// (Forget); one freed while its read is in flight may still go in as a dead entry, which
-// no one asks for and which ages out, as after a stopped fill (cache_fill.h).
+// (Forget), but a block can still be freed before it is read back: its read was in flight,
+// or the fill of an earlier txg, finishing its last copy, added it after the freeing
+// txg's fill had run its forgets. Such a block goes in as a dead entry, which no one asks
+// for and which ages out, as after a stopped fill (cache_fill.h).
 //
-// Threads: Add, Forget and Clear are called by the commits' fills and by close, under the
-// refill's mutex; the worker, started by the first Add, reads one block at a time with no
-// lock held.
+// Clear (close; tests) empties the queue and waits for an insert under way, but not for a
+// vdev read: a read in flight at a Clear is not offered. A close therefore never waits on
+// a slow device here; the destructor joins the worker, which may.
+//
+// Threads: Add, Forget and Clear are called by the commits and their fills, under the
+// refill's mutex, which is taken after PoolImpl::sync_mu and never held while taking a
+// block-cache lock; the worker, started by the first Add, reads and inserts one block at a
+// time with no lock held.
 #pragma once
 
 #include <condition_variable>
@@ -55,13 +64,15 @@ struct CacheRefillStats {
   uint64_t refilled = 0;    // read back, verified and offered to the cache
   uint64_t mismatched = 0;  // read back but no longer the block's bytes: skipped
   uint64_t failed = 0;      // the vdev read failed: skipped
-  uint64_t dropped = 0;     // not queued: the queue was full
+  uint64_t dropped = 0;     // not queued (the queue was full), or read in flight at a Clear
+  uint64_t queued = 0;      // in the queue now
 };
 
 class CacheRefill {
  public:
   // Reads `dst.size()` bytes at `offset` of vdev `vdev`.
   using VdevRead = std::function<Status(uint32_t vdev, uint64_t offset, std::span<uint8_t> dst)>;
+  static constexpr size_t kMaxQueued = 32768;
 
   CacheRefill(BlockCache* cache, VdevRead read, uint64_t max_bytes);
   ~CacheRefill();  // stops and joins; blocks still queued are dropped
@@ -71,8 +82,8 @@ class CacheRefill {
   void Add(std::span<const WrittenBlock> blocks);
   // The blocks a commit freed: no one will ask for them again.
   void Forget(std::span<const BlockKey> keys);
-  // Drops the queue and waits for the block in flight (close; tests that look at the
-  // cache).
+  // Drops the queue and the block whose read is in flight, and waits for an insert under
+  // way (close; tests that look at the cache).
   void Clear();
   // Waits until the queue is empty and no block is in flight (tests).
   void WaitIdle();
@@ -101,7 +112,9 @@ class CacheRefill {
   std::condition_variable idle_;             // Clear and WaitIdle
   std::set<WrittenBlock, DiskOrder> queue_;  // GUARDED_BY(mu_)
   uint64_t queued_bytes_ = 0;                // GUARDED_BY(mu_)
-  bool in_flight_ = false;                   // GUARDED_BY(mu_)
+  bool in_flight_ = false;                   // GUARDED_BY(mu_): a block taken, not yet done
+  bool inserting_ = false;                   // GUARDED_BY(mu_): its Insert is under way
+  uint64_t clears_ = 0;                      // GUARDED_BY(mu_): a read older than one is dropped
   CacheRefillStats stats_;                   // GUARDED_BY(mu_)
   std::jthread worker_;                      // started by the first Add
 };

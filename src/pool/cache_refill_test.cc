@@ -1,6 +1,6 @@
 // CacheRefill (cache_refill.h): only bytes that match their checksum go into the cache; a
-// failed read is skipped; forgotten blocks are not read; the queue is bounded; Clear waits
-// for the read in flight and drops the rest.
+// failed read is skipped; forgotten blocks, the freeing commit's fill's included, are not
+// read; the queue is bounded; Clear drops it and the read in flight without waiting.
 #include "pool/cache_refill.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,8 @@
 #include <map>
 #include <mutex>
 #include <vector>
+
+#include "pool/cache_fill.h"
 
 namespace volstack::pool {
 namespace {
@@ -122,15 +124,41 @@ TEST(CacheRefillTest, TheQueueHoldsAtMostItsBound) {
   EXPECT_FALSE(h.vdev.WasRead(4));
 }
 
-TEST(CacheRefillTest, ClearWaitsForTheReadInFlightAndDropsTheRest) {
+TEST(CacheRefillTest, TheQueueHoldsAtMostKMaxQueuedBlocks) {
+  HeldRefill h(0, uint64_t{1} << 40);
+  std::vector<WrittenBlock> many;
+  for (uint64_t i = 1; i <= CacheRefill::kMaxQueued + 5; i++) many.push_back(Written(i));
+  h.refill.Add(many);
+  const CacheRefillStats st = h.refill.Stats();
+  EXPECT_EQ(st.queued, CacheRefill::kMaxQueued);
+  EXPECT_EQ(st.dropped, 5u);
+  h.refill.Clear();
+  h.Release();
+}
+
+// Clear does not wait for a vdev read (a close would hang on a stuck device), and the
+// block being read is not offered afterwards.
+TEST(CacheRefillTest, ClearDropsTheQueueAndTheReadInFlightWithoutWaitingForIt) {
   HeldRefill h(2, 64 << 20);
   auto cleared = std::async(std::launch::async, [&] { h.refill.Clear(); });
-  EXPECT_EQ(cleared.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  EXPECT_EQ(cleared.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   h.Release();
   cleared.wait();
-  EXPECT_TRUE(Cached(h.cache, 0));  // the read in flight finished before Clear returned
+  h.refill.WaitIdle();
+  EXPECT_FALSE(Cached(h.cache, 0));
   EXPECT_FALSE(h.vdev.WasRead(1));
   EXPECT_FALSE(h.vdev.WasRead(2));
+  EXPECT_EQ(h.refill.Stats().dropped, 1u);
+}
+
+// A commit's fill hands the blocks its txg freed to the refill too, so they are not read.
+TEST(CacheRefillTest, TheBlocksACommitFreedAreNotRead) {
+  HeldRefill h(2, 64 << 20);
+  EXPECT_EQ(CacheFill::Start(&h.cache, &h.refill, {KeyOf(1)}, {}), nullptr);  // done at once
+  h.Release();
+  h.refill.WaitIdle();
+  EXPECT_FALSE(h.vdev.WasRead(1));
+  EXPECT_TRUE(Cached(h.cache, 2));
 }
 
 }  // namespace

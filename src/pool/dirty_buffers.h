@@ -13,11 +13,12 @@
 // spare chunk or unmapped (BlockArena). After random writes, though, the blocks still in
 // use (the spares, the next txg's) are spread over many chunks that only their block size
 // can use: after 56 MiB of random 4 KiB writes, the volume's 16 MiB of spares keep all 56
-// MiB of chunks mapped (DirtyBuffersTest), and a 16 KiB volume's writes cannot reuse them. So after each commit (Trim) the free slots' pages are given back
-// once more than kPurgeSlack of them sit resident: the pool's dirty memory stays within the
-// live blocks plus that slack, whatever mix of block sizes its volumes have, while a
-// streaming writer, whose freed chunks empty whole, never pays for a purge. (A purged
-// chunk leaves huge pages until it empties, or khugepaged would fill its holes back in.)
+// MiB of chunks mapped (DirtyBuffersTest), and a 16 KiB volume's writes cannot reuse them.
+// So after each commit (Trim) the free slots' pages are given back once more than
+// kPurgeSlack of them sit resident: the pool's dirty memory stays within the live blocks
+// plus that slack, whatever mix of block sizes its volumes have, while a streaming writer,
+// whose freed chunks empty whole, never pays for a purge. (A purged chunk leaves huge
+// pages until it empties, or khugepaged would fill its holes back in.)
 //
 // Threads: every method may be called from any thread; one mutex guards the arena, taken
 // for each block handed out or given back and never held while calling out (a leaf lock).

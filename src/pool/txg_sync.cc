@@ -66,10 +66,12 @@ Status SyncContext::Free(const BlockPtr& bp, Volume* owner) {
   if (pool->block_cache && bp.type == BlockType::kVolData) {
     // The cache fill forgets them, off the tree update; those beyond the bound are
     // forgotten here (a destroyed volume's tree can hold millions of blocks).
+    const BlockKey key = PoolImpl::CacheKey(bp);
     if (forget.size() < pool->tuning.max_queued_forgets) {
-      forget.push_back(PoolImpl::CacheKey(bp));
+      forget.push_back(key);
     } else {
-      pool->block_cache->Forget(PoolImpl::CacheKey(bp));
+      pool->block_cache->Forget(key);
+      if (pool->cache_refill) pool->cache_refill->Forget(std::span(&key, 1));
     }
   }
   return Status::Ok();
