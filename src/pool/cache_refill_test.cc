@@ -99,7 +99,16 @@ struct HeldRefill {
     for (uint64_t i = 1; i <= queued; i++) rest.push_back(Written(i));
     refill.Add(rest);
   }
-  void Release() { vdev.released.set_value(); }
+  // A test that fails before it releases the read must still end: the refill's destructor
+  // joins its worker.
+  ~HeldRefill() {
+    if (!released) Release();
+  }
+  void Release() {
+    released = true;
+    vdev.released.set_value();
+  }
+  bool released = false;
 };
 
 TEST(CacheRefillTest, AForgottenBlockIsNotRead) {
