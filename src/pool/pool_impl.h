@@ -257,8 +257,8 @@ class PoolImpl {
   // The block-cache fills of durable txgs whose last copy was still in flight when their
   // commit stopped them (cache_fill.h), each keeping that block's buffer. ReapCacheFillsLocked
   // destroys those done; with `all`, every one (stopped and joined). FinishCacheFills does
-  // it all under sync_mu, then empties the refill's queue and waits for its read in flight
-  // (close; tests that look at the cache).
+  // it all under sync_mu, then clears the refill (its queue and the read in flight, waiting
+  // only for an insert under way: cache_refill.h) (close; tests that look at the cache).
   std::vector<std::unique_ptr<CacheFill>> cache_fills;  // GUARDED_BY(sync_mu)
   void ReapCacheFillsLocked(bool all);
   void FinishCacheFills() {

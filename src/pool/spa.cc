@@ -44,8 +44,9 @@
 // -> mu (directory, props, open txg; short) -> Volume::mu_ (dirty maps; short) ->
 // Volume::tree_mu_ (indirect cache). I/O is never done under mu or Volume::mu_; data reads
 // and writes of different volumes and blocks proceed in parallel with a commit. The cache
-// refill's lock (cache_refill.h) is a leaf, taken under sync_mu by Clear and Forget: no
-// other lock, the block cache's included, is taken under it.
+// refill's lock (cache_refill.h) is a leaf: the commit takes it under sync_mu (Clear, and
+// Forget for frees past the fill's list), the fills under none, and no other lock, the
+// block cache's included, is taken under it.
 //
 // Intent log (zil.cc has its theory). A volume's Flush(), FUA and sync=always writes do not
 // commit a txg: they append the volume's changes since the last durable txg, as records,
