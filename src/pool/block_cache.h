@@ -52,7 +52,8 @@
 // Replacement: CLOCK (a reference bit per entry, the usual approximation of LRU) with
 // TinyLFU admission (Einziger et al., "TinyLFU: A Highly Efficient Cache Admission
 // Policy"). Every lookup and insertion is counted in a small count-min sketch of 4-bit
-// counters, halved every 10 x capacity events so old popularity fades. While there is room
+// counters, halved every 10 x capacity events so old popularity fades; a key's counters
+// share one cache line (a blocked sketch), so a count costs one miss. While there is room
 // every candidate is admitted; once full, a candidate replaces CLOCK's victim only if it
 // was asked for more often. So:
 //   - a sequential scan larger than the cache (each block seen once) is refused at the door:
