@@ -358,7 +358,7 @@ bool BlockCache::ReaderMayFault() const {
   return since != 0 && SteadyNanos() - since > std::chrono::nanoseconds(kReserveStall).count();
 }
 
-void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_access, Offer offer) {
+bool BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_access, Offer offer) {
   if (reserve_) {
     std::call_once(reserve_started_, [this] {
       reserving_ = true;  // before the thread runs: it clears this if it ends for want of memory
@@ -376,7 +376,7 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
   std::lock_guard l(s.mu);
   if (count_access) s.Record(h);
   ShrinkLocked(s, cap);  // before any early return: a spare may sit over the share
-  if (s.table[s.Find(key, h)].data != nullptr) return;  // same key, same bytes
+  if (s.table[s.Find(key, h)].data != nullptr) return true;  // same key, same bytes
   uint8_t* reuse = nullptr;  // a victim's buffer of this size, taken out of the table
   auto release_reuse = [&] {
     const uint64_t before = s.bytes();
@@ -391,11 +391,11 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
   auto leave_unready = [&] {
     s.stats.unready++;
     WakeReserve();
+    return false;
   };
   if (!may_fault && reuse == nullptr && s.arena.NeedsNewChunk(key.size) &&
       s.bytes() + growth() <= cap) {
-    leave_unready();
-    return;
+    return leave_unready();
   }
   bool admitted = false;
   while ((s.bytes() + growth() > cap || 2 * (s.entries + 1) > s.table.size()) && s.entries > 0) {
@@ -404,7 +404,7 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
       // TinyLFU: only something asked for more often than the victim may replace it.
       if (s.Freq(h) <= s.Freq(HashKey(s.table[v].key))) {
         s.stats.rejected++;
-        return;
+        return true;
       }
       admitted = true;
     }
@@ -430,11 +430,10 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
   if (s.bytes() + growth() > cap) {  // empty, and still too small (a block bigger than it)
     if (reuse != nullptr) release_reuse();
     s.stats.rejected++;
-    return;
+    return true;
   }
   if (!may_fault && reuse == nullptr && s.arena.NeedsNewChunk(key.size)) {
-    leave_unready();  // a shard over its share shed a chunk above: none to take in its place
-    return;
+    return leave_unready();  // a shard over its share shed a chunk above: none to take
   }
   const uint64_t before = s.bytes();
   const bool had_spare = s.arena.has_spare();
@@ -442,7 +441,7 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
   if (reserve_ && had_spare && !s.arena.has_spare()) WakeReserve();
   if (buf == nullptr) {  // no memory to be had: a cache can do without
     s.stats.rejected++;
-    return;
+    return true;
   }
   std::memcpy(buf, data, key.size);
   Shard::Slot& slot = s.table[s.Find(key, h)];
@@ -452,6 +451,7 @@ void BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
   s.entries++;
   bytes_ += s.bytes() - before;
   s.stats.inserted++;
+  return true;
 }
 
 void BlockCache::Forget(const BlockKey& key) {

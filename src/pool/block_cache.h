@@ -159,7 +159,9 @@ class BlockCache {
   void Prefetch(const BlockKey& key, bool count_access = true) const;
   // Offers a verified copy of the whole block (key.size bytes). `count_access`: this call
   // is itself an access (a write at commit); false after a Lookup miss already counted it.
-  void Insert(const BlockKey& key, const uint8_t* data, bool count_access,
+  // Returns false only when the block was left out for want of memory faulted in ahead
+  // (a kRead offer while the reserve runs): offered again later it may well go in.
+  bool Insert(const BlockKey& key, const uint8_t* data, bool count_access,
               Offer offer = Offer::kWritten);
   // Drops the block's entry, if any: a commit freed the block, so no one will ask for it
   // again, and its room goes to blocks that are live (admission would otherwise keep the

@@ -228,11 +228,11 @@ TEST(BlockCacheTest, AReadersOfferWaitsForTheReservesMemory) {
   const uint64_t fixed = c.bytes();
   std::vector<uint8_t> out(4096);
   const auto asked = std::chrono::steady_clock::now();
-  c.Insert(Key(0), Block(0).data(), false, Offer::kRead);  // the reserve starts now
+  EXPECT_FALSE(c.Insert(Key(0), Block(0).data(), false, Offer::kRead));  // starts the reserve
   EXPECT_FALSE(c.Lookup(Key(0), out.data(), 0, 4096));
   EXPECT_EQ(c.Stats().unready, 1u);
   EXPECT_EQ(c.bytes(), fixed);  // nothing mapped
-  c.Insert(Key(1), Block(1).data(), true, Offer::kWritten);
+  EXPECT_TRUE(c.Insert(Key(1), Block(1).data(), true, Offer::kWritten));
   EXPECT_TRUE(c.Lookup(Key(1), out.data(), 0, 4096));
   // Another shard (the next region of the same group), still waiting: left out too, unless
   // this machine took longer than kReserveStall since the first offer.
@@ -246,7 +246,7 @@ TEST(BlockCacheTest, AReadersOfferWaitsForTheReservesMemory) {
   const uint64_t chunk = 256 * 1024;  // of a 32 MiB cache
   const uint64_t ready = fixed + (in_time ? 1 : 2) * chunk + BlockCache::kShards * chunk;
   ASSERT_EQ(AwaitBytes(c, ready), ready);
-  c.Insert(Key(0), Block(0).data(), false, Offer::kRead);
+  EXPECT_TRUE(c.Insert(Key(0), Block(0).data(), false, Offer::kRead));
   ASSERT_TRUE(c.Lookup(Key(0), out.data(), 0, 4096));
   EXPECT_EQ(out, Block(0));
 }

@@ -15,8 +15,8 @@ bool CacheRefill::DiskOrder::Less(const BlockKey& a, const BlockKey& b) {
   return std::tie(a.vdev, a.offset, a.size, a.birth) < std::tie(b.vdev, b.offset, b.size, b.birth);
 }
 
-CacheRefill::CacheRefill(BlockCache* cache, VdevRead read, uint64_t max_bytes)
-    : cache_(cache), read_(std::move(read)), max_bytes_(max_bytes) {}
+CacheRefill::CacheRefill(BlockCache* cache, VdevRead read, uint64_t max_bytes, Busy busy)
+    : cache_(cache), read_(std::move(read)), max_bytes_(max_bytes), busy_(std::move(busy)) {}
 
 CacheRefill::~CacheRefill() {
   {
@@ -95,6 +95,10 @@ void CacheRefill::Run(std::stop_token stop) {
   std::unique_lock l(mu_);
   for (;;) {
     if (!wake_.wait(l, stop, [this] { return !queue_.empty(); })) return;
+    if (busy_ && busy_()) {
+      wake_.wait_for(l, stop, kBusyPoll, [] { return false; });
+      continue;
+    }
     const WrittenBlock b = *queue_.begin();
     queued_bytes_ -= b.key.size;
     queue_.erase(queue_.begin());
@@ -111,14 +115,22 @@ void CacheRefill::Run(std::stop_token stop) {
     const bool intact = read.ok() && ComputeChecksum(b.cksum, bytes) == b.checksum;
     l.lock();
     const bool offered = intact && clears == clears_;
+    bool unready = false;
     if (offered) {
       inserting_ = true;
       l.unlock();
-      cache_->Insert(b.key, bytes.data(), /*count_access=*/true);
+      unready = !cache_->Insert(b.key, bytes.data(), /*count_access=*/true, Offer::kRead);
       l.lock();
       inserting_ = false;
     }
     in_flight_ = false;
+    if (unready && clears == clears_) {
+      // The cache's reserve is faulting memory in: offer the block again once it has.
+      if (queue_.insert(b).second) queued_bytes_ += b.key.size;
+      idle_.notify_all();
+      wake_.wait_for(l, stop, kBusyPoll, [] { return false; });
+      continue;
+    }
     if (!read.ok()) {
       stats_.failed++;
     } else if (!intact) {

@@ -1,14 +1,18 @@
 // CacheRefill (cache_refill.h): only bytes that match their checksum go into the cache; a
 // failed read is skipped; forgotten blocks, the freeing commit's fill's included, are not
-// read; the queue is bounded; Clear drops it and the read in flight without waiting.
+// read; nothing is read while the pool is busy; the queue is bounded; Clear drops it and
+// the read in flight without waiting.
 #include "pool/cache_refill.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <future>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "pool/cache_fill.h"
@@ -81,6 +85,49 @@ TEST(CacheRefillTest, OnlyBytesThatMatchTheirChecksumAreCached) {
   EXPECT_EQ(st.refilled, 1u);
   EXPECT_EQ(st.mismatched, 1u);
   EXPECT_EQ(st.failed, 1u);
+}
+
+// Nothing is read back while the pool holds data not yet committed.
+TEST(CacheRefillTest, NothingIsReadWhileThePoolIsBusy) {
+  BlockCache cache(64 << 20, nullptr);
+  MemoryVdev vdev(1);
+  std::atomic<bool> busy{true};
+  CacheRefill refill(&cache, vdev.Reader(), 64 << 20, [&] { return busy.load(); });
+  const std::vector<WrittenBlock> blocks = {Written(0)};
+  refill.Add(blocks);
+  std::this_thread::sleep_for(50 * CacheRefill::kBusyPoll);
+  EXPECT_FALSE(vdev.WasRead(0));
+  busy = false;
+  refill.WaitIdle();
+  EXPECT_TRUE(Cached(cache, 0));
+}
+
+// A block the cache left out while its reserve faulted memory in is offered again.
+TEST(CacheRefillTest, ABlockLeftOutForWantOfMemoryIsOfferedAgain) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+  BlockCache cache(32 << 20, nullptr, /*reserve=*/true, [&](uint64_t bytes) {
+    std::unique_lock l(mu);
+    cv.wait(l, [&] { return released; });
+    return BlockCache::MapFaultedChunk(bytes);
+  });
+  MemoryVdev vdev(1);
+  CacheRefill refill(&cache, vdev.Reader(), 64 << 20);
+  const std::vector<WrittenBlock> blocks = {Written(0)};
+  refill.Add(blocks);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (cache.Stats().unready == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_GT(cache.Stats().unready, 0u);
+  {
+    std::lock_guard l(mu);
+    released = true;
+  }
+  cv.notify_all();
+  refill.WaitIdle();
+  EXPECT_TRUE(Cached(cache, 0));
 }
 
 // A refill whose worker is reading block 0, held there until Release(), with blocks 1 to

@@ -112,7 +112,7 @@ class PoolImpl {
           [this](uint32_t vdev, uint64_t offset, std::span<uint8_t> dst) {
             return vdevs[vdev]->device()->Read(offset, dst);
           },
-          tuning.cache_max_bytes);
+          tuning.cache_max_bytes, [this] { return dirty_bytes.load() > 0; });
     }
   }
   // What the commits' cache copies left out, read back (cache_refill.h). Destroyed before
