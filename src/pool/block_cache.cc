@@ -41,6 +41,7 @@ constexpr uint64_t kBlockSeed = 0x27D4EB2F165667C5ull;
 // A key's counters all lie in one block of this many (one cache line): a row of 16 each.
 constexpr size_t kSketchBlock = 64;
 constexpr size_t kRowCounters = kSketchBlock / kRows;
+constexpr int kRowShift = 64 - std::countr_zero(kRowCounters);  // a row's counter: top bits
 
 int64_t SteadyNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -166,7 +167,7 @@ struct BlockCache::Shard {
     return static_cast<size_t>((h * kBlockSeed) >> shift) * kSketchBlock;
   }
   size_t SketchSlot(uint64_t h, int r) const {
-    return SketchBlock(h) + r * kRowCounters + static_cast<size_t>((h * kSeeds[r]) >> 60);
+    return SketchBlock(h) + r * kRowCounters + static_cast<size_t>((h * kSeeds[r]) >> kRowShift);
   }
   uint8_t Freq(uint64_t h) const {
     uint8_t f = kMaxCount;
@@ -302,7 +303,7 @@ void BlockCache::Prefetch(const BlockKey& key, bool count_access) const {
   const uint64_t h = HashKey(key);
   const Shard& s = *shards_[ShardIndex(key)];
   __builtin_prefetch(&s.table[s.Slot0(h)]);
-  if (count_access) __builtin_prefetch(&s.sketch[s.SketchBlock(h)]);
+  if (count_access) __builtin_prefetch(&s.sketch[s.SketchBlock(h)], 1);  // Record writes it
 }
 
 void BlockCache::Reserve(std::stop_token stop) {

@@ -111,7 +111,8 @@ struct BlockCacheStats {
   uint64_t misses = 0;
   uint64_t inserted = 0;  // admitted (including writes at commit)
   uint64_t rejected = 0;  // refused by admission (no room for something this rarely used)
-  uint64_t unready = 0;   // a reader's offer left out: only fresh memory could have held it
+  uint64_t unready = 0;   // a kRead offer (a reader's, the refill's) left out: only fresh
+                          // memory could have held it
   uint64_t evicted = 0;   // for room, or forgotten (freed by a commit)
   uint64_t entries = 0;
   uint64_t bytes = 0;  // charged bytes, sketch included
@@ -158,9 +159,10 @@ class BlockCache {
   // only warms the CPU's cache (the tables never move once built).
   void Prefetch(const BlockKey& key, bool count_access = true) const;
   // Offers a verified copy of the whole block (key.size bytes). `count_access`: this call
-  // is itself an access (a write at commit); false after a Lookup miss already counted it.
-  // Returns false only when the block was left out for want of memory faulted in ahead
-  // (a kRead offer while the reserve runs): offered again later it may well go in.
+  // is itself an access (a write at commit, the refill's first offer of a block); false
+  // after a Lookup miss already counted it, or when offering the block again. Returns
+  // false only when the block was left out for want of memory faulted in ahead (a kRead
+  // offer while the reserve runs): offered again later it may well go in.
   bool Insert(const BlockKey& key, const uint8_t* data, bool count_access,
               Offer offer = Offer::kWritten);
   // Drops the block's entry, if any: a commit freed the block, so no one will ask for it

@@ -22,6 +22,7 @@ CacheRefill::~CacheRefill() {
   {
     std::lock_guard l(mu_);
     queue_.clear();
+    clears_++;  // the block in flight is not offered either
   }
   if (worker_.joinable()) {
     worker_.request_stop();
@@ -56,8 +57,9 @@ void CacheRefill::Add(std::span<const WrittenBlock> blocks) {
 
 void CacheRefill::Forget(std::span<const BlockKey> keys) {
   std::lock_guard l(mu_);
-  if (queue_.empty()) return;
   for (const BlockKey& k : keys) {
+    if (in_flight_ && k == in_flight_key_) in_flight_forgotten_ = true;
+    if (queue_.empty()) continue;
     auto it = queue_.find(k);
     if (it == queue_.end()) continue;
     queued_bytes_ -= it->key.size;
@@ -92,11 +94,14 @@ void CacheRefill::Run(std::stop_token stop) {
   constexpr size_t kAlign = 4096;
   std::unique_ptr<uint8_t, decltype(&std::free)> buf(nullptr, &std::free);
   size_t buf_size = 0;
+  auto pause = [&](std::unique_lock<std::mutex>& l, std::chrono::milliseconds d) {
+    wake_.wait_for(l, stop, d, [] { return false; });
+  };
   std::unique_lock l(mu_);
   for (;;) {
     if (!wake_.wait(l, stop, [this] { return !queue_.empty(); })) return;
     if (busy_ && busy_()) {
-      wake_.wait_for(l, stop, kBusyPoll, [] { return false; });
+      pause(l, kBusyPoll);
       continue;
     }
     const WrittenBlock b = *queue_.begin();
@@ -104,6 +109,8 @@ void CacheRefill::Run(std::stop_token stop) {
     queue_.erase(queue_.begin());
     const uint64_t clears = clears_;
     in_flight_ = true;
+    in_flight_key_ = b.key;
+    in_flight_forgotten_ = false;
     l.unlock();
     if (buf_size < b.key.size) {
       buf_size = (b.key.size + kAlign - 1) / kAlign * kAlign;
@@ -114,31 +121,35 @@ void CacheRefill::Run(std::stop_token stop) {
     const Status read = read_(b.key.vdev, b.key.offset, bytes);
     const bool intact = read.ok() && ComputeChecksum(b.cksum, bytes) == b.checksum;
     l.lock();
-    const bool offered = intact && clears == clears_;
-    bool unready = false;
-    if (offered) {
+    // Offered until it goes in, unless dropped (Clear, stop) or freed (Forget) meanwhile: a
+    // block left out while the cache's reserve faults memory in is offered again, from these
+    // verified bytes, and counted as an access once.
+    auto wanted = [&] {
+      return clears == clears_ && !in_flight_forgotten_ && !stop.stop_requested();
+    };
+    bool inserted = false;
+    for (int offers = 0; intact && wanted(); offers++) {
+      if (offers > 0) {
+        pause(l, kRetryDelay);
+        if (!wanted()) break;
+      }
       inserting_ = true;
       l.unlock();
-      unready = !cache_->Insert(b.key, bytes.data(), /*count_access=*/true, Offer::kRead);
+      inserted = cache_->Insert(b.key, bytes.data(), /*count_access=*/offers == 0, Offer::kRead);
       l.lock();
       inserting_ = false;
+      idle_.notify_all();
+      if (inserted) break;
     }
     in_flight_ = false;
-    if (unready && clears == clears_) {
-      // The cache's reserve is faulting memory in: offer the block again once it has.
-      if (queue_.insert(b).second) queued_bytes_ += b.key.size;
-      idle_.notify_all();
-      wake_.wait_for(l, stop, kBusyPoll, [] { return false; });
-      continue;
-    }
     if (!read.ok()) {
       stats_.failed++;
     } else if (!intact) {
       stats_.mismatched++;
-    } else if (!offered) {
-      stats_.dropped++;
-    } else {
+    } else if (inserted) {
       stats_.refilled++;
+    } else {
+      stats_.dropped++;
     }
     idle_.notify_all();
   }

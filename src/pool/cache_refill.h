@@ -25,10 +25,10 @@
 // Correctness. A block is offered only when the bytes read match the checksum its commit
 // computed, so a block whose space was freed and written again meanwhile is skipped (not
 // counted as a vdev error: it is not one). A commit's freed blocks leave the queue
-// (Forget), but a block can still be freed before it is read back: its read was in flight,
-// or the fill of an earlier txg, finishing its last copy, added it after the freeing
-// txg's fill had run its forgets. Such a block goes in as a dead entry, which no one asks
-// for and which ages out, as after a stopped fill (cache_fill.h).
+// (Forget), the one in flight included, but a block can still be freed before it is read
+// back: the fill of an earlier txg, finishing its last copy, may add it after the freeing
+// txg's fill ran its forgets. Such a block goes in as a dead entry, which no one asks for
+// and which ages out, as after a stopped fill (cache_fill.h).
 //
 // Writers first. The worker reads nothing while the pool holds data not yet committed
 // (`busy`, checked every kBusyPoll): a streaming writer's commits cut their copies short
@@ -85,7 +85,9 @@ class CacheRefill {
   // True while the pool holds data not yet committed.
   using Busy = std::function<bool()>;
   static constexpr size_t kMaxQueued = 32768;
-  static constexpr std::chrono::milliseconds kBusyPoll{1};
+  static constexpr std::chrono::milliseconds kBusyPoll{5};
+  // Between offers of a block the cache left out while its reserve faults memory in.
+  static constexpr std::chrono::milliseconds kRetryDelay{1};
 
   // `busy` may be empty: never busy.
   CacheRefill(BlockCache* cache, VdevRead read, uint64_t max_bytes, Busy busy = {});
@@ -129,6 +131,8 @@ class CacheRefill {
   uint64_t queued_bytes_ = 0;                // GUARDED_BY(mu_)
   bool in_flight_ = false;                   // GUARDED_BY(mu_): a block taken, not yet done
   bool inserting_ = false;                   // GUARDED_BY(mu_): its Insert is under way
+  BlockKey in_flight_key_;                   // GUARDED_BY(mu_)
+  bool in_flight_forgotten_ = false;         // GUARDED_BY(mu_): freed while in flight
   uint64_t clears_ = 0;                      // GUARDED_BY(mu_): a read older than one is dropped
   CacheRefillStats stats_;                   // GUARDED_BY(mu_)
   std::jthread worker_;                      // started by the first Add

@@ -92,10 +92,17 @@ TEST(CacheRefillTest, NothingIsReadWhileThePoolIsBusy) {
   BlockCache cache(64 << 20, nullptr);
   MemoryVdev vdev(1);
   std::atomic<bool> busy{true};
-  CacheRefill refill(&cache, vdev.Reader(), 64 << 20, [&] { return busy.load(); });
+  std::atomic<int> asked{0};
+  CacheRefill refill(&cache, vdev.Reader(), 64 << 20, [&] {
+    asked++;
+    return busy.load();
+  });
   const std::vector<WrittenBlock> blocks = {Written(0)};
   refill.Add(blocks);
-  std::this_thread::sleep_for(50 * CacheRefill::kBusyPoll);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (asked < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(CacheRefill::kBusyPoll);  // until it looked twice more
+  }
   EXPECT_FALSE(vdev.WasRead(0));
   busy = false;
   refill.WaitIdle();
@@ -128,6 +135,8 @@ TEST(CacheRefillTest, ABlockLeftOutForWantOfMemoryIsOfferedAgain) {
   cv.notify_all();
   refill.WaitIdle();
   EXPECT_TRUE(Cached(cache, 0));
+  EXPECT_EQ(vdev.reads.size(), 1u);  // offered again from the bytes it read and verified
+  EXPECT_EQ(refill.Stats().refilled, 1u);
 }
 
 // A refill whose worker is reading block 0, held there until Release(), with blocks 1 to
@@ -167,6 +176,16 @@ TEST(CacheRefillTest, AForgottenBlockIsNotRead) {
   EXPECT_FALSE(h.vdev.WasRead(1));
   EXPECT_TRUE(Cached(h.cache, 0));
   EXPECT_TRUE(Cached(h.cache, 2));
+}
+
+TEST(CacheRefillTest, ABlockFreedWhileItIsReadIsNotOffered) {
+  HeldRefill h(0, 64 << 20);
+  const std::vector<BlockKey> freed = {KeyOf(0)};
+  h.refill.Forget(freed);
+  h.Release();
+  h.refill.WaitIdle();
+  EXPECT_FALSE(Cached(h.cache, 0));
+  EXPECT_EQ(h.refill.Stats().dropped, 1u);
 }
 
 TEST(CacheRefillTest, TheQueueHoldsAtMostItsBound) {
