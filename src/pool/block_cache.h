@@ -122,7 +122,8 @@ struct BlockCacheStats {
 // (see "Readers wait for no fault" above).
 enum class Offer {
   kWritten,  // a commit's copy: may
-  kRead,     // a read's miss: only while the reserve is not running or is starved
+  kRead,     // a read's miss (or the refill's block): only while the reserve is not
+             // running or is starved
 };
 
 class BlockCache {

@@ -74,7 +74,8 @@ struct CacheRefillStats {
   uint64_t refilled = 0;    // read back, verified and offered to the cache
   uint64_t mismatched = 0;  // read back but no longer the block's bytes: skipped
   uint64_t failed = 0;      // the vdev read failed: skipped
-  uint64_t dropped = 0;     // not queued (the queue was full), or read in flight at a Clear
+  uint64_t dropped = 0;     // not queued (the queue was full), or dropped in flight (a
+                            // Clear, a Forget, the destructor)
   uint64_t queued = 0;      // in the queue now
 };
 
