@@ -166,12 +166,6 @@ struct BlockCache::Shard {
   size_t SketchBlock(uint64_t h) const {
     return static_cast<size_t>((h * kBlockSeed) >> shift) * kSketchBlock;
   }
-  // Starts loading what a lookup of hash h touches first: its slot and, when counted, its
-  // sketch line (written by Record).
-  void PrefetchLines(uint64_t h, bool count_access) const {
-    __builtin_prefetch(&table[Slot0(h)]);
-    if (count_access) __builtin_prefetch(&sketch[SketchBlock(h)], 1);
-  }
   size_t SketchSlot(uint64_t h, int r) const {
     return SketchBlock(h) + r * kRowCounters + static_cast<size_t>((h * kSeeds[r]) >> kRowShift);
   }
@@ -287,7 +281,9 @@ bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint
   const size_t index = ShardIndex(key);
   Shard& s = *shards_[index];
   const uint64_t cap = ShareOf(index);
-  s.PrefetchLines(h, count_access);  // loads while the lock is taken, unfenced
+  // Both lines load while the lock is taken (a prefetch is not held back by its fence).
+  __builtin_prefetch(&s.table[s.Slot0(h)]);
+  if (count_access) __builtin_prefetch(&s.sketch[s.SketchBlock(h)], 1);
   std::lock_guard l(s.mu);
   if (count_access) s.Record(h);
   ShrinkLocked(s, cap);
@@ -305,7 +301,9 @@ bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint
 
 void BlockCache::Prefetch(const BlockKey& key, bool count_access) const {
   const uint64_t h = HashKey(key);
-  shards_[ShardIndex(key)]->PrefetchLines(h, count_access);
+  const Shard& s = *shards_[ShardIndex(key)];
+  __builtin_prefetch(&s.table[s.Slot0(h)]);
+  if (count_access) __builtin_prefetch(&s.sketch[s.SketchBlock(h)], 1);  // Record writes it
 }
 
 void BlockCache::Reserve(std::stop_token stop) {
