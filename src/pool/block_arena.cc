@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <functional>
 #include <utility>
 
 #include "util/check.h"
@@ -71,25 +72,27 @@ uint8_t* BlockArena::Allocate(uint32_t size) {
     return block;
   }
   const uint32_t slot_size = SlotSize(size);
-  std::vector<Chunk*>& room = not_full_[slot_size];
+  auto& room = not_full_[slot_size];
   if (room.empty()) {
     Chunk* chunk = NewChunk(slot_size);
     if (chunk == nullptr) return nullptr;
-    room.push_back(chunk);
+    room.insert(chunk);
   }
-  Chunk& c = *room.back();
+  Chunk& c = **room.begin();
   uint32_t slot;
-  if (!c.free_slots.empty()) {
+  if (c.free_slots.size() > c.purged) {
+    std::pop_heap(c.free_slots.begin() + c.purged, c.free_slots.end(), std::greater<>());
     slot = c.free_slots.back();
     c.free_slots.pop_back();
-    if (c.free_slots.size() < c.purged) {
-      c.purged--;
-      purged_bytes_ -= slot_size;
-    }
+  } else if (!c.free_slots.empty()) {
+    slot = c.free_slots.back();
+    c.free_slots.pop_back();
+    c.purged--;
+    purged_bytes_ -= slot_size;
   } else {
     slot = c.never_used++;
   }
-  if (c.Full()) room.pop_back();
+  if (c.Full()) room.erase(room.begin());
   return c.base + uint64_t{slot} * slot_size;
 }
 
@@ -109,10 +112,11 @@ void BlockArena::Free(uint8_t* block, uint32_t size) {
   VS_CHECK_OP(offset % slot_size, ==, 0u);
   const bool was_full = c.Full();
   c.free_slots.push_back(static_cast<uint32_t>(offset / slot_size));
+  std::push_heap(c.free_slots.begin() + c.purged, c.free_slots.end(), std::greater<>());
   if (c.live() == 0) {
     RetireChunk(&c);
   } else if (was_full) {
-    not_full_[slot_size].push_back(&c);
+    not_full_[slot_size].insert(&c);
   }
 }
 
@@ -177,7 +181,7 @@ BlockArena::Chunk* BlockArena::NewChunk(uint32_t size) {
 
 void BlockArena::RetireChunk(Chunk* chunk) {
   auto& room = not_full_[chunk->block_size];
-  room.erase(std::remove(room.begin(), room.end(), chunk), room.end());
+  room.erase(chunk);
   const std::span<uint8_t> memory{chunk->base, chunk_bytes_};
   purged_bytes_ -= uint64_t{chunk->purged} * chunk->block_size;
   const bool small_pages = chunk->small_pages;

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -58,6 +59,24 @@ TEST(BlockArenaTest, ChunksFillUpAndGoWithTheirLastBlock) {
   EXPECT_EQ(arena.mapped_bytes(), BlockArena::kHugePage);  // the spare
   EXPECT_EQ(arena.ReleaseSpare(), BlockArena::kHugePage);
   EXPECT_EQ(arena.mapped_bytes(), 0u);
+}
+
+// Address-ordered first fit: slots freed in any order (here in reverse, as a commit frees an
+// overwritten run) are handed out lowest first, in the lowest chunk with room, so blocks
+// allocated in order lie in ascending addresses.
+TEST(BlockArenaTest, FreedSlotsAreHandedOutLowestFirst) {
+  BlockArena arena(BlockArena::kHugePage);
+  std::vector<uint8_t*> blocks;
+  for (int i = 0; i < 256; i++) blocks.push_back(arena.Allocate(16384));  // two full chunks
+  std::sort(blocks.begin(), blocks.end());
+  const std::vector<int> freed = {250, 200, 131, 130, 129, 100, 7, 6, 5};
+  for (int i : freed) arena.Free(blocks[i], 16384);
+  std::vector<uint8_t*> again;
+  for (size_t i = 0; i < freed.size(); i++) again.push_back(arena.Allocate(16384));
+  std::vector<uint8_t*> want;
+  for (auto it = freed.rbegin(); it != freed.rend(); ++it) want.push_back(blocks[*it]);
+  EXPECT_EQ(again, want);
+  for (uint8_t* b : blocks) arena.Free(b, 16384);
 }
 
 TEST(BlockArenaTest, OnlyOneEmptiedChunkStaysMapped) {

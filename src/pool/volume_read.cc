@@ -14,7 +14,8 @@
 //      leaves them out rather than have a read wait for fresh memory to fault in);
 //      partial head/tail blocks go through a per-thread bounce buffer of one block. Requests
 //      longer than kMaxRunBytes are streams: they take the cache's hits but are not counted,
-//      offer nothing, and read a miss's whole run without probing the cache block by block.
+//      and offer nothing; past a hit a miss's run ends at the next block the cache holds, past
+//      a miss it is read whole without probing the cache block by block.
 // A checksum mismatch on a merged read is retried block by block through the slow path,
 // which looks the pointer up again (the block may have been rewritten and its old copy
 // reused meanwhile) before it reports EIO.
@@ -219,9 +220,13 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
   // a hit spares the vdev read and the checksum (SeqRead1M 0.60 -> 0.75-0.84 of raw with
   // the data cached at commit), while filling the cache from a stream costs a second copy
   // and a scan bigger than the cache would only push out blocks asked for more often.
-  // A stream also reads a miss's whole run from the vdev without asking the cache about each
-  // following block: a stream that misses is usually past what the cache holds, and there
-  // a probe per block cost more than the odd block read twice (SeqRead1M/2).
+  // A stream that misses right after a miss reads the run whole from the vdev without asking
+  // the cache about each following block: it is usually past what the cache holds, and
+  // there a probe per block cost more than the odd block read twice (SeqRead1M/2). A miss
+  // right after a hit is more likely a hole in what the cache holds: reading its whole run
+  // read and verified up to 7 blocks the cache had, and for the 0.6 % of blocks the bound
+  // leaves out of pool_bench's SeqRead1M/0 cost it 0.80 -> 0.87 of raw (docs/bench.md,
+  // "Fifteenth round").
   BlockCache* const cache = pool_->block_cache.get();
   const bool stream = buf.size() > kMaxRunBytes;
   // The cache's table slot of a block a few ahead is loaded while this one is copied (a
@@ -233,6 +238,7 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
       if (s.need[prefetched] && !b.IsHole()) cache->Prefetch(PoolImpl::CacheKey(b), !stream);
     }
   };
+  bool probe_run = !stream;  // a miss's run ends at the next block the cache holds
   for (size_t i = 0; i < count;) {
     if (cache != nullptr) prefetch_until(i + kPrefetchBlocks);
     if (!s.need[i]) {
@@ -249,12 +255,14 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
     }
     VS_RETURN_IF_ERROR(CheckDataBp(bp));
     if (cache != nullptr && cache->Lookup(PoolImpl::CacheKey(bp), dst, 0, vbs_, !stream)) {
+      probe_run = true;
       i++;
       continue;
     }
     // A miss: extend it with the following whole blocks that are adjacent on disk and not
     // cached. (A cached block ends the run; it was copied out by the lookup.)
     const Dva& d0 = bp.dva[0];
+    bool ends_at_hit = false;
     size_t j = i + 1;
     uint64_t next = d0.offset + d0.asize();
     while (j < count && s.need[j] && d0.asize() == vbs_ && (j - i + 1) * vbs_ <= kMaxRunBytes) {
@@ -265,14 +273,17 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
           !CheckDataBp(b).ok()) {
         break;
       }
-      if (cache != nullptr && !stream && cache->Lookup(PoolImpl::CacheKey(b), jdst, 0, vbs_)) {
+      if (cache != nullptr && probe_run &&
+          cache->Lookup(PoolImpl::CacheKey(b), jdst, 0, vbs_, !stream)) {
         s.need[j] = 0;
+        ends_at_hit = true;
         break;
       }
       next += vbs_;
       j++;
     }
     const size_t run = j - i;
+    probe_run = !stream || ends_at_hit;
     Status st = pool_->vdevs[d0.vdev]->device()->Read(
         d0.offset, std::span<uint8_t>(dst, run * uint64_t{vbs_}));
     for (size_t k = 0; k < run; k++) {

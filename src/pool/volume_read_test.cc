@@ -209,6 +209,41 @@ TEST(VolumeReadTest, CachedBlocksAreReadWithoutVdevIo) {
   EXPECT_EQ(cache.Stats().hits - hits_before, 256u);
 }
 
+// A stream's miss right after a hit is a hole in what the cache holds: its run ends at the
+// next cached block, so only the missing block is read. Past a miss a stream reads whole
+// runs without asking the cache about each block (one lookup per 128 KiB run).
+TEST(VolumeReadTest, AStreamReadsOnlyTheHolesInWhatTheCacheHolds) {
+  auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 4096, 4 * kMiB, ReadersCacheAtOnce());
+  auto d = Pattern(kMiB, 4);
+  ASSERT_TRUE(s.dev->Write(0, d).ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
+  s.pool->impl()->FinishCacheFills();
+  auto& cache = *s.pool->impl()->block_cache;
+  std::vector<uint8_t> back(kMiB);
+  ASSERT_TRUE(ReadInChunks(*s.dev, back, 64 * 1024).ok());  // every block cached
+  const std::vector<BlockPtr> bps = DataBps(*s.pool);
+  ASSERT_EQ(bps.size(), 256u);
+  cache.Forget(PoolImpl::CacheKey(bps[100]));
+  cache.Forget(PoolImpl::CacheKey(bps[200]));
+  cache.Forget(PoolImpl::CacheKey(bps[201]));
+  s.trace->StartRecording();
+  std::fill(back.begin(), back.end(), 0);
+  ASSERT_TRUE(s.dev->Read(0, back).ok());
+  auto events = s.trace->StopRecording();
+  EXPECT_EQ(back, d);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].offset, bps[100].dva[0].offset);
+  EXPECT_EQ(events[0].length, 4096u);
+  EXPECT_EQ(events[1].offset, bps[200].dva[0].offset);
+  EXPECT_EQ(events[1].length, 8192u);
+
+  cache.Clear();
+  const uint64_t misses_before = cache.Stats().misses;
+  ASSERT_TRUE(s.dev->Read(0, back).ok());
+  EXPECT_EQ(back, d);
+  EXPECT_EQ(cache.Stats().misses - misses_before, kMiB / (128 * 1024));
+}
+
 // Writes `data` at 0, commits, and expects the block cache to hold exactly `entries`
 // blocks and to serve the range back with no vdev I/O.
 void WriteCommitAndReadFromCache(Setup& s, const std::vector<uint8_t>& data, uint64_t entries) {
