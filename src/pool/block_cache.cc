@@ -233,7 +233,7 @@ BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_by
   }
   chunk_shift_ = std::countr_zero(chunk);
   region_shift_ =
-      std::clamp(static_cast<int>(std::bit_width(max_bytes / kShards / 64)) - 1, 12, 18);
+      std::clamp(static_cast<int>(std::bit_width(max_bytes / kShards / 32)) - 1, 12, 19);
   fixed_bytes_ = tables_.size();
   bytes_ = fixed_bytes_;  // the sketches and tables are charged to the bound too
 }

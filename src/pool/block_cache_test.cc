@@ -236,13 +236,13 @@ TEST(BlockCacheTest, AReadersOfferWaitsForTheReservesMemory) {
   EXPECT_TRUE(c.Lookup(Key(1), out.data(), 0, 4096));
   // Another shard (the next region of the same group), still waiting: left out too, unless
   // this machine took longer than kReserveStall since the first offer.
-  c.Insert(Key(8), Block(8).data(), false, Offer::kRead);
+  c.Insert(Key(16), Block(16).data(), false, Offer::kRead);  // 64 KiB regions
   const bool in_time = std::chrono::steady_clock::now() - asked < BlockCache::kReserveStall;
   if (in_time) {
     EXPECT_EQ(c.Stats().unready, 2u);
   }
   held.Release();
-  // Key(1)'s chunk (and Key(8)'s, if this machine was too slow), and a spare per shard.
+  // Key(1)'s chunk (and Key(16)'s, if this machine was too slow), and a spare per shard.
   const uint64_t chunk = 256 * 1024;  // of a 32 MiB cache
   const uint64_t ready = fixed + (in_time ? 1 : 2) * chunk + BlockCache::kShards * chunk;
   ASSERT_EQ(AwaitBytes(c, ready), ready);
