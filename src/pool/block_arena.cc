@@ -143,6 +143,7 @@ uint64_t BlockArena::Purge() {
       c.small_pages = true;
     }
     purged += slots.size() * uint64_t{c.block_size};
+    std::sort(c.free_slots.begin(), c.free_slots.end(), std::greater<>());
     c.purged = static_cast<uint32_t>(c.free_slots.size());
   }
   purged_bytes_ += purged;

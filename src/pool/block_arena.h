@@ -11,7 +11,7 @@
 // Layout. Chunks are chunk_bytes long (a power of two), mapped on demand, aligned to their
 // size (so a block's chunk is its address rounded down) and advised as huge pages when
 // they are 2 MiB. A chunk serves one block size at a time: its free slots are handed out
-// lowest first, then its never-used tail.
+// lowest first (resident ones before purged ones: Purge), then its never-used tail.
 //
 // Order. An allocation takes the lowest free slot of the lowest chunk with room (address-
 // ordered first fit), so blocks allocated in order (a commit's run, the refill's disk
@@ -37,6 +37,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -99,8 +100,9 @@ class BlockArena {
     uint32_t block_size = 0;
     uint32_t slots = 0;
     uint32_t never_used = 0;  // slots [never_used, slots) were never handed out
-    // free_slots[0, purged) had their pages given back; slots freed later sit above them,
-    // as a min-heap: resident slots are handed out first, lowest first.
+    // free_slots[0, purged) had their pages given back, in descending order (taken from the
+    // back, lowest first); slots freed later sit above them, as a min-heap: resident slots
+    // are handed out first, lowest first.
     std::vector<uint32_t> free_slots;
     uint32_t purged = 0;
     bool small_pages = false;  // advised out of huge pages by Purge
@@ -117,7 +119,9 @@ class BlockArena {
   uint64_t purged_bytes_ = 0;
   std::map<uintptr_t, std::unique_ptr<Chunk>> chunks_;  // by base address
   struct ByAddress {
-    bool operator()(const Chunk* a, const Chunk* b) const { return a->base < b->base; }
+    bool operator()(const Chunk* a, const Chunk* b) const {
+      return std::less<>()(a->base, b->base);
+    }
   };
   std::map<uint32_t, std::set<Chunk*, ByAddress>> not_full_;  // block size -> chunks with room
   std::span<uint8_t> spare_;                                  // an emptied chunk, still mapped

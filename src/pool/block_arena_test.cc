@@ -61,20 +61,21 @@ TEST(BlockArenaTest, ChunksFillUpAndGoWithTheirLastBlock) {
   EXPECT_EQ(arena.mapped_bytes(), 0u);
 }
 
-// Address-ordered first fit: slots freed in any order (here in reverse, as a commit frees an
-// overwritten run) are handed out lowest first, in the lowest chunk with room, so blocks
-// allocated in order lie in ascending addresses.
+// Address-ordered first fit: slots freed in any order (in ascending order, as a commit frees
+// an overwritten run, and then some out of order) are handed out lowest first, in the
+// lowest chunk with room, so blocks allocated in order lie in ascending addresses.
 TEST(BlockArenaTest, FreedSlotsAreHandedOutLowestFirst) {
   BlockArena arena(BlockArena::kHugePage);
   std::vector<uint8_t*> blocks;
   for (int i = 0; i < 256; i++) blocks.push_back(arena.Allocate(16384));  // two full chunks
   std::sort(blocks.begin(), blocks.end());
-  const std::vector<int> freed = {250, 200, 131, 130, 129, 100, 7, 6, 5};
+  std::vector<int> freed = {5, 6, 7, 100, 129, 130, 131, 200, 250, 3, 140, 1};
   for (int i : freed) arena.Free(blocks[i], 16384);
   std::vector<uint8_t*> again;
   for (size_t i = 0; i < freed.size(); i++) again.push_back(arena.Allocate(16384));
+  std::sort(freed.begin(), freed.end());
   std::vector<uint8_t*> want;
-  for (auto it = freed.rbegin(); it != freed.rend(); ++it) want.push_back(blocks[*it]);
+  for (int i : freed) want.push_back(blocks[i]);
   EXPECT_EQ(again, want);
   for (uint8_t* b : blocks) arena.Free(b, 16384);
 }
@@ -117,8 +118,9 @@ TEST(BlockArenaTest, BlocksBiggerThanHalfAChunkAreAllocatedAlone) {
   EXPECT_EQ(arena.mapped_bytes(), 0u);
 }
 
-// Against a model: random sizes allocated and freed in random order, each block filled
-// with its own byte; every live block must still hold it, and all memory goes back.
+// Against a model: random sizes allocated and freed in random order, with a purge now and
+// then, each block filled with its own byte; every live block must still hold it, and all
+// memory goes back.
 TEST(BlockArenaTest, LiveBlocksNeverOverlap) {
   BlockArena arena(256 * 1024);
   std::mt19937_64 rng(7);
@@ -126,6 +128,7 @@ TEST(BlockArenaTest, LiveBlocksNeverOverlap) {
   const uint32_t sizes[] = {4096, 8192, 16384, 65536, 131072, 262144, 5000, 12288, 200000};
   std::map<uint8_t*, std::pair<uint32_t, uint8_t>> live;  // block -> size, fill byte
   for (int step = 0; step < 20000; step++) {
+    if (step % 997 == 0) arena.Purge();
     if (live.size() < 300 && (live.empty() || rng() % 3 != 0)) {
       const uint32_t size = sizes[rng() % std::size(sizes)];
       uint8_t* b = arena.Allocate(size);
@@ -202,8 +205,9 @@ TEST(BlockArenaTest, PurgeGivesFreeSlotsPagesBackAndHandsResidentSlotsOutFirst) 
   arena.Free(blocks[64], 4096);
   EXPECT_EQ(arena.Allocate(4096), blocks[64]);
   EXPECT_EQ(arena.purged_bytes(), 504u * 4096);
-  // A purged slot handed out again is counted as resident again.
+  // A purged slot handed out again (the lowest) is counted as resident again.
   uint8_t* again = arena.Allocate(4096);
+  EXPECT_EQ(again, blocks[1]);
   EXPECT_EQ(arena.purged_bytes(), 503u * 4096);
   std::memset(again, 1, 4096);
   // The chunk emptied: it goes, and so does what it had purged.

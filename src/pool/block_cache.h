@@ -84,7 +84,7 @@
 // region, the fullest of 16 shards got about a fifth more than its share and began evicting
 // while others sat part empty. The shares themselves are whole chunks (ShareOf): a shard
 // cannot use part of one. A cache offered exactly its capacity in contiguous blocks keeps
-// 98 % of them (89 % with hashed regions and equal shares rounded down to chunks;
+// 97.6 % of them (89 % with hashed regions and equal shares rounded down to chunks;
 // block_cache_test.cc).
 #pragma once
 

@@ -130,7 +130,7 @@ TEST(BlockCacheTest, SparesGoBackWhenTheShareShrinks) {
 // Blocks written side by side (a volume written through) are spread evenly over the
 // shards, and the shares are whole chunks, so a cache offered as much as it can hold keeps
 // nearly all of it: with shards by a hash of the region and equal shares (each rounded
-// down to whole chunks) it kept 89 % (it now keeps 98 %).
+// down to whole chunks) it kept 89 % (it now keeps 97.6 %).
 TEST(BlockCacheTest, ContiguousBlocksFillTheWholeCapacity) {
   BlockCache c(32 * kMiB, nullptr);
   const uint64_t n = c.capacity() / 4096;
