@@ -80,17 +80,18 @@ uint8_t* BlockArena::Allocate(uint32_t size) {
   }
   Chunk& c = **room.begin();
   uint32_t slot;
-  if (c.free_slots.size() > c.purged) {
-    std::pop_heap(c.free_slots.begin() + c.purged, c.free_slots.end(), std::greater<>());
-    slot = c.free_slots.back();
-    c.free_slots.pop_back();
-  } else if (!c.free_slots.empty()) {
-    slot = c.free_slots.back();
-    c.free_slots.pop_back();
-    c.purged--;
-    purged_bytes_ -= slot_size;
-  } else {
+  if (c.free_slots.empty()) {
     slot = c.never_used++;
+  } else {
+    // The lowest free slot goes to the back: the heap's top, else the purged prefix's end.
+    if (c.free_slots.size() > c.purged) {
+      std::pop_heap(c.free_slots.begin() + c.purged, c.free_slots.end(), std::greater<>());
+    } else {
+      c.purged--;
+      purged_bytes_ -= slot_size;
+    }
+    slot = c.free_slots.back();
+    c.free_slots.pop_back();
   }
   if (c.Full()) room.erase(room.begin());
   return c.base + uint64_t{slot} * slot_size;

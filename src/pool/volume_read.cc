@@ -224,11 +224,12 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
   // the cache about each following block: it is usually past what the cache holds, and
   // there a probe per block cost more than the odd block read twice (SeqRead1M/2). A miss
   // right after a hit is more likely a hole in what the cache holds: reading its whole run
-  // read and verified again the rest of 128 KiB the cache had, and for the 0.6 % of blocks
-  // the bound leaves out of pool_bench's SeqRead1M/0 cost it 0.80 -> 0.87 of raw
-  // (docs/bench.md, "Fifteenth round"). A request's first block, or one after a run that
-  // ended for another reason (a hole, a dirty block, a jump on disk), counts as after a
-  // miss: nothing says the cache holds what follows.
+  // read and verified again the rest of 128 KiB the cache had: 11 MiB a pass for the 0.6 %
+  // of blocks the bound leaves out of pool_bench's SeqRead1M/0 (0.80 -> 0.87 of raw in one
+  // round, within the host's noise in another: docs/bench.md, "Fifteenth round"). A
+  // request's first block, or one after a run that ended for another reason (a hole, a
+  // dirty block, a jump on disk), counts as after a miss: nothing says the cache holds what
+  // follows.
   BlockCache* const cache = pool_->block_cache.get();
   const bool stream = buf.size() > kMaxRunBytes;
   // The cache's table slot of a block a few ahead is loaded while this one is copied (a
