@@ -14,9 +14,11 @@
 //                 commit (txg_stats.h) txg_trees_ms, txg_flush1_ms, txg_ub_ms,
 //                 txg_other_ms; early_pct: the share of the data written early
 //   RandRead4K/0  4 KiB random reads of written data (page cache warm)  target ratio >= 0.8
+//   HitRead4K     4 KiB random reads over 192 MiB the pool's cache holds whole: the cost of
+//                 a hit (pool_ns, ref_ns: per read)
 //   SeqRead1M/0   1 MiB sequential reads of written data, volblocksize 16K (page cache
 //                 warm)                                                 target ratio >= 0.8
-//                 Both write the data, commit it (Sync), then time 5 passes; /1../6 are
+//                 Both write the data, commit it (Sync), then time 5 passes; /1../7 are
 //                 variants (no data cache, small cache, cold, O_DIRECT, warm, rewritten:
 //                 see ReadMode below). Counters: ratio (all passes), last_ratio (the last
 //                 pass), cpu_ratio (the same from the thread's CPU time, user + system:
@@ -333,6 +335,7 @@ BENCHMARK(SeqWrite64K)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iteration
 //      warm from its writes; this is what caching blocks at commit would give the pool)
 //   6  rewritten: the data is written and committed twice before the reads, so the first
 //      copy of every block is freed: what the cache keeps of an overwrite
+//   7  (RandRead4K only) volblocksize 16K, the default: every 4 KiB read is part of a block
 enum ReadMode {
   kDefault = 0,
   kNoDataCache = 1,
@@ -340,7 +343,8 @@ enum ReadMode {
   kCold = 3,
   kDirect = 4,
   kWarm = 5,
-  kRewritten = 6
+  kRewritten = 6,
+  kPartBlock = 7
 };
 
 void WarmPass(PoolVol& pv, uint64_t size) {
@@ -410,7 +414,8 @@ void RandRead4K(benchmark::State& state) {
   const int mode = static_cast<int>(state.range(0));
   const uint64_t size = 256 * kMiB;
   RawFile raw(size);
-  PoolVol pv(size, 4096, true, ReadTuning(mode), ReadFileOptions(mode));
+  PoolVol pv(size, mode == kPartBlock ? 16384 : 4096, true, ReadTuning(mode),
+             ReadFileOptions(mode));
   FillBoth(raw, pv, size);
   if (mode == kRewritten) FillBoth(raw, pv, size);
   if (mode == kWarm) WarmPass(pv, size);
@@ -448,7 +453,49 @@ void RandRead4K(benchmark::State& state) {
   ReportCache(state, pv, before);
   state.counters["cpu_ratio"] = ref_cpu / pool_cpu;
 }
-BENCHMARK(RandRead4K)->Apply(ReadVariants);
+BENCHMARK(RandRead4K)->Apply(ReadVariants)->Arg(kPartBlock);
+
+// What a hit costs: 4 KiB random reads over 192 MiB that the pool's cache holds whole (each
+// block read twice first, so admitted), against pread of the same, page-cached, data.
+void HitRead4K(benchmark::State& state) {
+  const uint64_t size = 192 * kMiB;
+  RawFile raw(size);
+  PoolVol pv(size, 4096, true, ReadTuning(kDefault), ReadFileOptions(kDefault));
+  FillBoth(raw, pv, size);
+  auto* aligned = static_cast<uint8_t*>(std::aligned_alloc(4096, 4096));
+  for (int pass = 0; pass < 2; pass++) {
+    for (uint64_t off = 0; off < size; off += 4096) {
+      if (!pv.dev->Read(off, std::span<uint8_t>(aligned, 4096)).ok()) Die("read");
+    }
+  }
+  std::vector<uint8_t> buf(4096);
+  const int n = 1 << 18;
+  std::mt19937_64 rng(3);
+  std::vector<uint64_t> offs(n);
+  const auto before = pv.pool->impl()->block_cache->Stats();
+  double ref_s = 0, pool_s = 0;
+  for (auto _ : state) {
+    for (auto& o : offs) o = (rng() % (size / 4096)) * 4096;
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; i++) {
+      if (::pread(raw.fd, buf.data(), 4096, static_cast<off_t>(offs[i])) != 4096) Die("pread");
+    }
+    auto t1 = Clock::now();
+    for (int i = 0; i < n; i++) {
+      if (!pv.dev->Read(offs[i], std::span<uint8_t>(aligned, 4096)).ok()) Die("read");
+    }
+    auto t2 = Clock::now();
+    ref_s += Seconds(t0, t1);
+    pool_s += Seconds(t1, t2);
+  }
+  std::free(aligned);
+  const double reads = double(n) * state.iterations();
+  Report(state, ref_s, pool_s, 4096.0 * reads);
+  state.counters["ref_ns"] = ref_s / reads * 1e9;
+  state.counters["pool_ns"] = pool_s / reads * 1e9;
+  ReportCache(state, pv, before);
+}
+BENCHMARK(HitRead4K)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
 
 void SeqRead1M(benchmark::State& state) {
   const int mode = static_cast<int>(state.range(0));

@@ -217,15 +217,21 @@ BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_by
   const uint64_t entries = std::bit_ceil(std::max<uint64_t>(16, max_bytes / 4096 / kShards));
   const uint64_t chunk = std::clamp<uint64_t>(
       std::bit_floor(std::max<uint64_t>(max_bytes / kShards / 8, 1)), 4096, BlockArena::kHugePage);
-  const size_t slots = 2 * entries, counters = 4 * entries * kRows;
+  const size_t slots = 2 * entries, counters = 4 * entries * kRows, hints = kShards * entries;
   const uint64_t table_bytes = kShards * slots * sizeof(Shard::Slot);
+  const uint64_t counter_bytes = kShards * counters;
   // Every lookup starts at a random place in the tables and sketches: in huge pages that
   // costs a cache miss but no TLB miss (docs/bench.md, "Fifth round").
-  tables_ = MapAligned(table_bytes + kShards * counters, BlockArena::kHugePage);
+  tables_ =
+      MapAligned(table_bytes + counter_bytes + hints * sizeof(*hints_), BlockArena::kHugePage);
   VS_CHECK(!tables_.empty());
   auto* all_slots = reinterpret_cast<Shard::Slot*>(tables_.data());
   std::uninitialized_value_construct_n(all_slots, kShards * slots);  // all empty
   uint8_t* all_counters = tables_.data() + table_bytes;              // zeroed by the kernel
+  hints_ = reinterpret_cast<Hint*>(all_counters + counter_bytes);
+  VS_CHECK(reinterpret_cast<uintptr_t>(hints_) % alignof(Hint) == 0);
+  std::uninitialized_value_construct_n(hints_, hints);  // none yet
+  hint_mask_ = hints - 1;
   for (size_t i = 0; i < kShards; i++) {
     shards_.push_back(std::make_unique<Shard>(
         std::span<Shard::Slot>(all_slots + i * slots, slots),
@@ -235,7 +241,7 @@ BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_by
   region_shift_ =
       std::clamp(static_cast<int>(std::bit_width(max_bytes / kShards / 32)) - 1, 12, 19);
   fixed_bytes_ = tables_.size();
-  bytes_ = fixed_bytes_;  // the sketches and tables are charged to the bound too
+  bytes_ = fixed_bytes_;  // the sketches, tables and hints are charged to the bound too
 }
 
 BlockCache::~BlockCache() {
@@ -276,7 +282,7 @@ void BlockCache::ShrinkLocked(Shard& s, uint64_t cap) {
 }
 
 bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint32_t n,
-                        bool count_access) {
+                        bool count_access, uint64_t name) {
   const uint64_t h = HashKey(key);
   const size_t index = ShardIndex(key);
   Shard& s = *shards_[index];
@@ -295,6 +301,15 @@ bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint
   VS_CHECK_OP(uint64_t{in_off} + n, <=, key.size);
   std::memcpy(dst, slot.data + in_off, n);
   slot.ref = 1;
+  if (name != kUnnamed) {
+    // Written only when it changed: readers of one block on several CPUs share its line.
+    Hint& hint = hints_[name & hint_mask_];
+    if (hint.data.load(std::memory_order_relaxed) != slot.data ||
+        hint.slot.load(std::memory_order_relaxed) != &slot) {
+      hint.data.store(slot.data, std::memory_order_relaxed);
+      hint.slot.store(&slot, std::memory_order_relaxed);
+    }
+  }
   s.stats.hits++;
   return true;
 }

@@ -44,8 +44,8 @@
 // indirect-block cache, which has priority: this cache holds at most max - indirect bytes
 // and shrinks when the indirect cache grows. Block copies live in each shard's BlockArena
 // (chunks of one block size, huge pages for a large cache: block_arena.h), and a shard is
-// charged the chunks it has mapped, free slots included; the fixed slot tables and
-// frequency sketches are charged too, so bytes() is what the cache really costs. A shard
+// charged the chunks it has mapped, free slots included; the fixed slot tables, frequency
+// sketches and hints are charged too, so bytes() is what the cache really costs. A shard
 // over its share gives back its sparsest chunk (evicting the blocks in it), so a shrinking
 // share costs about as many entries as the memory it gives back.
 //
@@ -60,6 +60,22 @@
 //     it does not wipe the cache, and a refused block costs no copy, only the miss itself;
 //   - a loop over slightly more than the cache keeps what it has (an LRU would hit nothing);
 //   - a block asked for repeatedly gets in over blocks that are not.
+//
+// Hints: where a block was last found, so its copy can start before its lookup ends. A
+// 4 KiB read that hits chains three dependent loads, each a cache miss when the reads are
+// random over more memory than the CPU's caches: the block pointer (in the volume's
+// indirect block), the cache's slot (whose key comes from that pointer), then the block's
+// bytes (whose address is in the slot). A reader may name a block by its own address for
+// it (a volume's block number) in Lookup; a named hit records the address of the bytes in
+// a table indexed by the name, and PrefetchNamed, called first thing in a read, starts
+// loading the bytes at the recorded address while the pointer and the slot are still on
+// their way. A hint is only ever prefetched, never read through: a stale one (the entry
+// evicted, its memory reused or unmapped, another name sharing the table entry) costs a
+// wasted prefetch, which cannot fault, and nothing else. The slot's address is recorded
+// and prefetched too (it moves only when a deletion shifts it back). pool_bench HitRead4K
+// (4 KiB random reads of 192 MiB, all cached): 1,053 ns a hit without hints, 790 ns with
+// them; the bytes' address did most of that (docs/bench.md, "Sixteenth round"). One entry
+// (16 bytes) per 4 KiB of the bound, charged with the other tables.
 //
 // Threads: all methods are thread-safe. The cache is split into kShards shards, each with
 // its own mutex, slot table, sketch and 1/kShards of the capacity; block bytes are copied
@@ -154,8 +170,24 @@ class BlockCache {
   // miss, the access is counted for admission unless `count_access` is false (a stream,
   // which admits nothing: counting it would only cost the sketch's writes and age the
   // counts of blocks asked for by others).
+  // A hit with a `name` other than kUnnamed records where the block was found, for
+  // PrefetchNamed (see "Hints" above).
+  static constexpr uint64_t kUnnamed = ~uint64_t{0};
   bool Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint32_t n,
-              bool count_access = true);
+              bool count_access = true, uint64_t name = kUnnamed);
+  // Where the bytes of the block named `name` were last found, or nullptr (tests).
+  const uint8_t* HintedBytes(uint64_t name) const {
+    return hints_[name & hint_mask_].data.load(std::memory_order_relaxed);
+  }
+  // Starts loading byte `in_off` of where the block named `name` was last found, if it
+  // was, and its slot, and returns at once. Takes no lock and trusts nothing: see "Hints".
+  void PrefetchNamed(uint64_t name, uint32_t in_off) const {
+    const Hint& hint = hints_[name & hint_mask_];
+    const uint8_t* data = hint.data.load(std::memory_order_relaxed);
+    if (data == nullptr) return;
+    __builtin_prefetch(data + in_off);
+    __builtin_prefetch(hint.slot.load(std::memory_order_relaxed));
+  }
   // Starts loading what a Lookup of `key` touches first, its table slot (and, for a
   // counted access, its sketch counters), and returns at once. A reader that knows which
   // blocks it will look up next calls it a few blocks ahead: the slot is a random access
@@ -195,9 +227,17 @@ class BlockCache {
   const std::atomic<uint64_t>* const other_bytes_;
   int region_shift_ = 12;
   int chunk_shift_ = 12;      // log2 of every shard arena's chunk size
-  uint64_t fixed_bytes_ = 0;  // sketches and slot tables
+  uint64_t fixed_bytes_ = 0;  // sketches, slot tables and hints
   std::atomic<uint64_t> bytes_{0};
-  std::span<uint8_t> tables_;  // every shard's slot table and sketch, in huge pages
+  std::span<uint8_t> tables_;  // every shard's slot table and sketch, the hints, in huge pages
+  // Where a named block was last found: its bytes, and its slot (which may move since:
+  // deletions shift slots back).
+  struct alignas(16) Hint {
+    std::atomic<const uint8_t*> data;
+    std::atomic<const void*> slot;
+  };
+  Hint* hints_ = nullptr;  // in tables_, hint_mask_ + 1 of them
+  uint64_t hint_mask_ = 0;
   std::vector<std::unique_ptr<Shard>> shards_;
   // The reserve: faults each shard's share in, as spare chunks, ahead of need.
   void Reserve(std::stop_token stop);

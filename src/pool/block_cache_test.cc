@@ -54,6 +54,30 @@ TEST(BlockCacheTest, HitReturnsTheBytesAndMissesDoNot) {
   EXPECT_EQ(c.Stats().entries, 0u);
 }
 
+// A named hit records where the block's bytes are; a miss or an unnamed hit records
+// nothing, and a hint never makes a hit of a block the cache no longer holds.
+TEST(BlockCacheTest, ANamedHitRecordsWhereTheBytesAre) {
+  BlockCache c(4 * kMiB, nullptr);
+  auto b1 = Block(1), b2 = Block(2);
+  std::vector<uint8_t> out(4096, 0);
+  EXPECT_FALSE(c.Lookup(Key(1), out.data(), 0, 4096, true, /*name=*/5));
+  EXPECT_EQ(c.HintedBytes(5), nullptr);
+  c.Insert(Key(1), b1.data(), false);
+  c.Insert(Key(2), b2.data(), false);
+  ASSERT_TRUE(c.Lookup(Key(2), out.data(), 0, 4096));
+  EXPECT_EQ(c.HintedBytes(6), nullptr);
+  ASSERT_TRUE(c.Lookup(Key(1), out.data(), 512, 1024, true, 5));
+  const uint8_t* at = c.HintedBytes(5);
+  ASSERT_NE(at, nullptr);
+  EXPECT_TRUE(std::equal(b1.begin(), b1.end(), at));
+  // The same name found elsewhere (its block was rewritten): the hint follows.
+  ASSERT_TRUE(c.Lookup(Key(2), out.data(), 0, 4096, true, 5));
+  EXPECT_TRUE(std::equal(b2.begin(), b2.end(), c.HintedBytes(5)));
+  c.Forget(Key(2));
+  c.PrefetchNamed(5, 0);  // a stale hint: a prefetch of memory the cache may reuse, no more
+  EXPECT_FALSE(c.Lookup(Key(2), out.data(), 0, 4096, true, 5));
+}
+
 // A full cache refuses a block seen once, unless blocks the pool freed are forgotten first.
 // (Every other block is forgotten, so each shard has room again whatever the shards' spread.)
 TEST(BlockCacheTest, ForgottenBlocksMakeRoomForNewOnes) {

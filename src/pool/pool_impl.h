@@ -93,8 +93,9 @@ class PoolImpl {
 
   // Reads and verifies the block `bp` points to into dst (bp.lsize bytes). EIO on a checksum
   // mismatch or an out-of-range address. Served from block_cache when it holds the block;
-  // verified data blocks are offered to it.
-  Status ReadBlock(const BlockPtr& bp, uint8_t* dst);
+  // verified data blocks are offered to it. `cache_asked`: the caller's own Lookup of this
+  // block just missed (and counted the access), so the cache is not asked again.
+  Status ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked = false);
 
   // Verified block contents (block_cache.h), under the `cache` bound shared with the
   // volumes' indirect caches (cache_bytes). Created with the pool (Create/Import).

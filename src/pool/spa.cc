@@ -189,14 +189,16 @@ uint64_t PoolImpl::total_size() const {
   return t;
 }
 
-Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst) {
+Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked) {
   const Dva& d = bp.dva[0];
   if (d.vdev >= vdevs.size() || d.offset < kAllocStart ||
       d.offset + d.asize() > vdevs[d.vdev]->alloc_end() || bp.psize != bp.lsize) {
     return Status::IoError("pool " + name + ": block pointer out of range: " + bp.ToString());
   }
   const BlockKey key = CacheKey(bp);
-  if (block_cache && block_cache->Lookup(key, dst, 0, bp.psize)) return Status::Ok();
+  if (block_cache && !cache_asked && block_cache->Lookup(key, dst, 0, bp.psize)) {
+    return Status::Ok();
+  }
   VS_RETURN_IF_ERROR(vdevs[d.vdev]->device()->Read(d.offset, std::span<uint8_t>(dst, bp.psize)));
   if (ComputeChecksum(bp.cksum, std::span<const uint8_t>(dst, bp.psize)) != bp.checksum) {
     vdevs[d.vdev]->errors().checksum++;

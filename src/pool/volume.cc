@@ -38,6 +38,7 @@ uint32_t LevelsFor(uint64_t nblocks) {
 Volume::Volume(PoolImpl* pool, DatasetPhys phys)
     : pool_(pool),
       vbs_(phys.volblocksize),
+      hint_base_(phys.guid),
       volsize_(phys.volsize),
       used_(phys.used),
       phys_(phys),

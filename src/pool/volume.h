@@ -145,8 +145,10 @@ class Volume {
   // Read path (volume_read.cc).
   Status ReadFromTree(uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n);
   // Reads [in_off, in_off + n) of block `blkid` whose pointer was `bp`, verified; on a
-  // mismatch looks the pointer up again once (the block may have moved).
-  Status ReadBp(BlockPtr bp, uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n);
+  // mismatch looks the pointer up again once (the block may have moved). `cache_asked`:
+  // the block cache just missed `bp` (PoolImpl::ReadBlock).
+  Status ReadBp(BlockPtr bp, uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n,
+                bool cache_asked = false);
   // EIO unless `bp` is a plausible data block pointer of this volume on an existing vdev.
   Status CheckDataBp(const BlockPtr& bp) const;
   // out[i] = pointer of block first + i for every i < count with need[i] (tree_mu_ held).
@@ -207,6 +209,9 @@ class Volume {
 
   PoolImpl* const pool_;
   const uint32_t vbs_;
+  // Block b's name in the block cache's hints (BlockCache::PrefetchNamed) is
+  // hint_base_ + b: the volume's guid, so volumes start at unrelated places in the table.
+  const uint64_t hint_base_;
   std::atomic<uint64_t> volsize_;
   std::atomic<uint64_t> used_;
 

@@ -209,6 +209,44 @@ TEST(VolumeReadTest, CachedBlocksAreReadWithoutVdevIo) {
   EXPECT_EQ(cache.Stats().hits - hits_before, 256u);
 }
 
+// A part of a block (4 KiB of a 16 KiB block) asks the cache once: a miss reads the whole
+// block, verifies it and offers it; then any part of it is copied from the cache, without
+// vdev I/O. A request's first block is named in the cache's hints by the volume's guid and
+// the block's number.
+TEST(VolumeReadTest, PartsOfACachedBlockAreCopiedFromTheCache) {
+  auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 16384, 4 * kMiB, ReadersCacheAtOnce());
+  auto d = Pattern(kMiB, 11);
+  ASSERT_TRUE(s.dev->Write(0, d).ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
+  s.pool->impl()->FinishCacheFills();
+  auto& cache = *s.pool->impl()->block_cache;
+  cache.Clear();
+  const auto before = cache.Stats();
+  std::vector<uint8_t> part(4096);
+  ASSERT_TRUE(s.dev->Read(16384 * 5 + 4096, part).ok());
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), d.begin() + 16384 * 5 + 4096));
+  auto st = cache.Stats();
+  EXPECT_EQ(st.misses - before.misses, 1u);  // not asked again by the read that filled it
+  EXPECT_EQ(st.hits - before.hits, 0u);
+  EXPECT_EQ(st.entries, 1u);
+  s.trace->StartRecording();
+  for (uint32_t off : {0u, 8192u, 12288u + 1024u}) {
+    std::vector<uint8_t> p(2048);
+    ASSERT_TRUE(s.dev->Read(16384 * 5 + off, p).ok());
+    EXPECT_TRUE(std::equal(p.begin(), p.end(), d.begin() + 16384 * 5 + off));
+  }
+  EXPECT_EQ(s.trace->StopRecording().size(), 0u);
+  EXPECT_EQ(cache.Stats().hits - before.hits, 3u);
+  uint64_t guid;
+  {
+    std::lock_guard l(s.pool->impl()->mu);
+    guid = s.pool->impl()->volumes.at("trunk/v")->phys().guid;
+  }
+  const uint8_t* at = cache.HintedBytes(guid + 5);
+  ASSERT_NE(at, nullptr);
+  EXPECT_TRUE(std::equal(d.begin() + 16384 * 5, d.begin() + 16384 * 6, at));
+}
+
 // A stream's miss right after a hit is a hole in what the cache holds: its run ends at the
 // next cached block, so only the missing block is read. Past a miss a stream reads whole
 // runs without asking the cache about each block (one lookup per 128 KiB run).
