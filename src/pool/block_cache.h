@@ -74,8 +74,9 @@
 // wasted prefetch, which cannot fault, and nothing else. The slot's address is recorded
 // and prefetched too (it moves only when a deletion shifts it back). pool_bench HitRead4K
 // (4 KiB random reads of 192 MiB, all cached): 1,053 ns a hit without hints, 790 ns with
-// them; the bytes' address did most of that (docs/bench.md, "Sixteenth round"). One entry
-// (16 bytes) per 4 KiB of the bound, charged with the other tables.
+// them; the bytes' address did most of that (docs/bench.md, "Sixteenth round"). As many
+// entries (16 bytes each) as the slot tables have room for, one per 4 KiB of the bound
+// rounded up to a power of two (1 MiB at the default 256 MiB), charged with the tables.
 //
 // Threads: all methods are thread-safe. The cache is split into kShards shards, each with
 // its own mutex, slot table, sketch and 1/kShards of the capacity; block bytes are copied
@@ -175,7 +176,9 @@ class BlockCache {
   static constexpr uint64_t kUnnamed = ~uint64_t{0};
   bool Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint32_t n,
               bool count_access = true, uint64_t name = kUnnamed);
-  // Where the bytes of the block named `name` were last found, or nullptr (tests).
+  // Where the bytes of the block named `name` were last found, or nullptr (tests: the
+  // memory may have been freed or unmapped since, so only a test that knows the block is
+  // still cached may read it).
   const uint8_t* HintedBytes(uint64_t name) const {
     return hints_[name & hint_mask_].data.load(std::memory_order_relaxed);
   }
@@ -185,7 +188,8 @@ class BlockCache {
     const Hint& hint = hints_[name & hint_mask_];
     const uint8_t* data = hint.data.load(std::memory_order_relaxed);
     if (data == nullptr) return;
-    __builtin_prefetch(data + in_off);
+    // The address as a number: no pointer arithmetic on memory that may be gone.
+    __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(data) + in_off));
     __builtin_prefetch(hint.slot.load(std::memory_order_relaxed));
   }
   // Starts loading what a Lookup of `key` touches first, its table slot (and, for a

@@ -94,7 +94,8 @@ class PoolImpl {
   // Reads and verifies the block `bp` points to into dst (bp.lsize bytes). EIO on a checksum
   // mismatch or an out-of-range address. Served from block_cache when it holds the block;
   // verified data blocks are offered to it. `cache_asked`: the caller's own Lookup of this
-  // block just missed (and counted the access), so the cache is not asked again.
+  // block just missed (and counted the access, if the caller counts), so the cache is not
+  // asked again.
   Status ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked = false);
 
   // Verified block contents (block_cache.h), under the `cache` bound shared with the

@@ -146,7 +146,8 @@ class Volume {
   Status ReadFromTree(uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n);
   // Reads [in_off, in_off + n) of block `blkid` whose pointer was `bp`, verified; on a
   // mismatch looks the pointer up again once (the block may have moved). `cache_asked`:
-  // the block cache just missed `bp` (PoolImpl::ReadBlock).
+  // the block cache just missed `bp` (PoolImpl::ReadBlock); a pointer looked up again is
+  // asked for in the cache as usual.
   Status ReadBp(BlockPtr bp, uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n,
                 bool cache_asked = false);
   // EIO unless `bp` is a plausible data block pointer of this volume on an existing vdev.

@@ -237,7 +237,7 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
   // round, within the host's noise in another: docs/bench.md, "Fifteenth round"). A
   // request's first block, or one after a run that ended for another reason (a hole, a
   // dirty block, a jump on disk), counts as after a miss: nothing says the cache holds what
-  // follows.
+  // follows. A partial first block that hits counts as a hit.
   const bool stream = buf.size() > kMaxRunBytes;
   // The cache's table slot of a block a few ahead is loaded while this one is copied (a
   // single block has nothing to overlap with).

@@ -209,6 +209,11 @@ TEST(VolumeReadTest, CachedBlocksAreReadWithoutVdevIo) {
   EXPECT_EQ(cache.Stats().hits - hits_before, 256u);
 }
 
+uint64_t VolumeGuid(Setup& s) {
+  std::lock_guard l(s.pool->impl()->mu);
+  return s.pool->impl()->volumes.at("trunk/v")->phys().guid;
+}
+
 // A part of a block (4 KiB of a 16 KiB block) asks the cache once: a miss reads the whole
 // block, verifies it and offers it; then any part of it is copied from the cache, without
 // vdev I/O. A request's first block is named in the cache's hints by the volume's guid and
@@ -237,14 +242,58 @@ TEST(VolumeReadTest, PartsOfACachedBlockAreCopiedFromTheCache) {
   }
   EXPECT_EQ(s.trace->StopRecording().size(), 0u);
   EXPECT_EQ(cache.Stats().hits - before.hits, 3u);
-  uint64_t guid;
-  {
-    std::lock_guard l(s.pool->impl()->mu);
-    guid = s.pool->impl()->volumes.at("trunk/v")->phys().guid;
-  }
-  const uint8_t* at = cache.HintedBytes(guid + 5);
+  const uint8_t* at = cache.HintedBytes(VolumeGuid(s) + 5);
   ASSERT_NE(at, nullptr);
   EXPECT_TRUE(std::equal(d.begin() + 16384 * 5, d.begin() + 16384 * 6, at));
+}
+
+// A whole-block hit names the request's first block, and only that one.
+TEST(VolumeReadTest, AReadNamesItsFirstBlockInTheCachesHints) {
+  auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 4096, 4 * kMiB, ReadersCacheAtOnce());
+  auto d = Pattern(kMiB, 12);
+  ASSERT_TRUE(s.dev->Write(0, d).ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
+  s.pool->impl()->FinishCacheFills();
+  auto& cache = *s.pool->impl()->block_cache;
+  cache.Clear();
+  std::vector<uint8_t> back(3 * 4096);
+  for (int pass = 0; pass < 2; pass++) {  // misses, then hits
+    ASSERT_TRUE(s.dev->Read(9 * 4096, back).ok());
+    EXPECT_TRUE(std::equal(back.begin(), back.end(), d.begin() + 9 * 4096));
+  }
+  const uint64_t guid = VolumeGuid(s);
+  const uint8_t* at = cache.HintedBytes(guid + 9);
+  ASSERT_NE(at, nullptr);
+  EXPECT_TRUE(std::equal(d.begin() + 9 * 4096, d.begin() + 10 * 4096, at));
+  EXPECT_EQ(cache.HintedBytes(guid + 10), nullptr);
+  EXPECT_EQ(cache.HintedBytes(guid + 11), nullptr);
+}
+
+// A part of a block read from the vdev is verified like a whole one: the cache's verified
+// copy serves it after the block is damaged on disk; once evicted, the damage is EIO.
+TEST(VolumeReadTest, APartOfACorruptBlockIsEioOnceEvicted) {
+  auto fault = bdev::FaultDevice::CreateInMemory(64 * kMiB, 512, 4);
+  auto s = Make(fault, 16384, 4 * kMiB, ReadersCacheAtOnce());
+  auto d = Pattern(4 * 16384, 13);
+  ASSERT_TRUE(s.dev->Write(0, d).ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
+  s.pool->impl()->FinishCacheFills();
+  auto& cache = *s.pool->impl()->block_cache;
+  cache.Clear();
+  std::vector<uint8_t> part(4096);
+  ASSERT_TRUE(s.dev->Read(2 * 16384 + 4096, part).ok());  // a miss: read, verified, cached
+  auto bps = DataBps(*s.pool);
+  ASSERT_EQ(bps.size(), 4u);
+  ASSERT_TRUE(fault->FlipBits(bps[2].dva[0].offset + 10, 8, 1).ok());
+  std::fill(part.begin(), part.end(), 0);
+  ASSERT_TRUE(s.dev->Read(2 * 16384 + 4096, part).ok());
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), d.begin() + 2 * 16384 + 4096));
+  EXPECT_EQ(s.pool->Info().vdevs[0].checksum_errors, 0u);
+  cache.Clear();
+  EXPECT_EQ(s.dev->Read(2 * 16384 + 4096, part).code(), EIO);
+  EXPECT_GE(s.pool->Info().vdevs[0].checksum_errors, 1u);
+  ASSERT_TRUE(s.dev->Read(16384 + 8192, part).ok());  // a neighbour still reads
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), d.begin() + 16384 + 8192));
 }
 
 // A stream's miss right after a hit is a hole in what the cache holds: its run ends at the
