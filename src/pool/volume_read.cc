@@ -267,10 +267,9 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
       const bool ask = cache != nullptr && !bp.IsHole() && CheckDataBp(bp).ok();
       if (ask && cache->Lookup(PoolImpl::CacheKey(bp), dst, in_off, n, !stream, name)) {
         probe_run = true;
-        i++;
-        continue;
+      } else {
+        VS_RETURN_IF_ERROR(ReadBp(bp, first + i, in_off, dst, n, ask));
       }
-      VS_RETURN_IF_ERROR(ReadBp(bp, first + i, in_off, dst, n, ask));
       i++;
       continue;
     }

@@ -209,6 +209,18 @@ TEST(VolumeReadTest, CachedBlocksAreReadWithoutVdevIo) {
   EXPECT_EQ(cache.Stats().hits - hits_before, 256u);
 }
 
+// A volume holding `d`, committed, with nothing in the block cache: its reads start with
+// misses, and readers' misses go into the cache at once.
+Setup WrittenNothingCached(bdev::BlockDevicePtr below, uint32_t vbs,
+                           const std::vector<uint8_t>& d) {
+  auto s = Make(std::move(below), vbs, 4 * kMiB, ReadersCacheAtOnce());
+  EXPECT_TRUE(s.dev->Write(0, d).ok());
+  EXPECT_TRUE(s.pool->Sync().ok());
+  s.pool->impl()->FinishCacheFills();
+  s.pool->impl()->block_cache->Clear();
+  return s;
+}
+
 uint64_t VolumeGuid(Setup& s) {
   std::lock_guard l(s.pool->impl()->mu);
   return s.pool->impl()->volumes.at("trunk/v")->phys().guid;
@@ -219,13 +231,9 @@ uint64_t VolumeGuid(Setup& s) {
 // vdev I/O. A request's first block is named in the cache's hints by the volume's guid and
 // the block's number.
 TEST(VolumeReadTest, PartsOfACachedBlockAreCopiedFromTheCache) {
-  auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 16384, 4 * kMiB, ReadersCacheAtOnce());
   auto d = Pattern(kMiB, 11);
-  ASSERT_TRUE(s.dev->Write(0, d).ok());
-  ASSERT_TRUE(s.pool->Sync().ok());
-  s.pool->impl()->FinishCacheFills();
+  auto s = WrittenNothingCached(bdev::MemoryDevice::Create(64 * kMiB), 16384, d);
   auto& cache = *s.pool->impl()->block_cache;
-  cache.Clear();
   const auto before = cache.Stats();
   std::vector<uint8_t> part(4096);
   ASSERT_TRUE(s.dev->Read(16384 * 5 + 4096, part).ok());
@@ -249,13 +257,9 @@ TEST(VolumeReadTest, PartsOfACachedBlockAreCopiedFromTheCache) {
 
 // A whole-block hit names the request's first block, and only that one.
 TEST(VolumeReadTest, AReadNamesItsFirstBlockInTheCachesHints) {
-  auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 4096, 4 * kMiB, ReadersCacheAtOnce());
   auto d = Pattern(kMiB, 12);
-  ASSERT_TRUE(s.dev->Write(0, d).ok());
-  ASSERT_TRUE(s.pool->Sync().ok());
-  s.pool->impl()->FinishCacheFills();
+  auto s = WrittenNothingCached(bdev::MemoryDevice::Create(64 * kMiB), 4096, d);
   auto& cache = *s.pool->impl()->block_cache;
-  cache.Clear();
   std::vector<uint8_t> back(3 * 4096);
   for (int pass = 0; pass < 2; pass++) {  // misses, then hits
     ASSERT_TRUE(s.dev->Read(9 * 4096, back).ok());
@@ -273,13 +277,9 @@ TEST(VolumeReadTest, AReadNamesItsFirstBlockInTheCachesHints) {
 // copy serves it after the block is damaged on disk; once evicted, the damage is EIO.
 TEST(VolumeReadTest, APartOfACorruptBlockIsEioOnceEvicted) {
   auto fault = bdev::FaultDevice::CreateInMemory(64 * kMiB, 512, 4);
-  auto s = Make(fault, 16384, 4 * kMiB, ReadersCacheAtOnce());
   auto d = Pattern(4 * 16384, 13);
-  ASSERT_TRUE(s.dev->Write(0, d).ok());
-  ASSERT_TRUE(s.pool->Sync().ok());
-  s.pool->impl()->FinishCacheFills();
+  auto s = WrittenNothingCached(fault, 16384, d);
   auto& cache = *s.pool->impl()->block_cache;
-  cache.Clear();
   std::vector<uint8_t> part(4096);
   ASSERT_TRUE(s.dev->Read(2 * 16384 + 4096, part).ok());  // a miss: read, verified, cached
   auto bps = DataBps(*s.pool);
