@@ -228,10 +228,12 @@ BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_by
   auto* all_slots = reinterpret_cast<Shard::Slot*>(tables_.data());
   std::uninitialized_value_construct_n(all_slots, kShards * slots);  // all empty
   uint8_t* all_counters = tables_.data() + table_bytes;              // zeroed by the kernel
-  hints_ = reinterpret_cast<Hint*>(all_counters + counter_bytes);
-  VS_CHECK(reinterpret_cast<uintptr_t>(hints_) % alignof(Hint) == 0);
+  hints_ = reinterpret_cast<std::atomic<uint64_t>*>(all_counters + counter_bytes);
+  VS_CHECK(reinterpret_cast<uintptr_t>(hints_) % alignof(std::atomic<uint64_t>) == 0);
   std::uninitialized_value_construct_n(hints_, hints);  // none yet
   hint_mask_ = hints - 1;
+  slots_at_ = reinterpret_cast<uintptr_t>(all_slots);
+  slot_bytes_ = sizeof(Shard::Slot);
   for (size_t i = 0; i < kShards; i++) {
     shards_.push_back(std::make_unique<Shard>(
         std::span<Shard::Slot>(all_slots + i * slots, slots),
@@ -301,17 +303,19 @@ bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint
   VS_CHECK_OP(uint64_t{in_off} + n, <=, key.size);
   std::memcpy(dst, slot.data + in_off, n);
   slot.ref = 1;
-  if (name != kUnnamed) {
-    // Written only when it changed: readers of one block on several CPUs share its line.
-    Hint& hint = hints_[name & hint_mask_];
-    if (hint.data.load(std::memory_order_relaxed) != slot.data ||
-        hint.slot.load(std::memory_order_relaxed) != &slot) {
-      hint.data.store(slot.data, std::memory_order_relaxed);
-      hint.slot.store(&slot, std::memory_order_relaxed);
-    }
-  }
+  if (name != kUnnamed) NoteHint(name, slot.data, &slot);
   s.stats.hits++;
   return true;
+}
+
+void BlockCache::NoteHint(uint64_t name, const uint8_t* data, const void* slot) {
+  const auto at = reinterpret_cast<uintptr_t>(data);
+  if (at % 16 != 0 || at >> 47 != 0) return;  // does not fit the hint's field
+  const uint64_t index = (reinterpret_cast<uintptr_t>(slot) - slots_at_) / slot_bytes_ + 1;
+  const uint64_t hint = (at >> 4) << kHintSlotBits | (index <= kHintSlotMask ? index : 0);
+  // Written only when it changed: readers of one block on several CPUs share its line.
+  std::atomic<uint64_t>& entry = hints_[name & hint_mask_];
+  if (entry.load(std::memory_order_relaxed) != hint) entry.store(hint, std::memory_order_relaxed);
 }
 
 void BlockCache::Prefetch(const BlockKey& key, bool count_access) const {

@@ -72,11 +72,15 @@
 // their way. A hint is only ever prefetched, never read through: a stale one (the entry
 // evicted, its memory reused or unmapped, another name sharing the table entry) costs a
 // wasted prefetch, which cannot fault, and nothing else. The slot's address is recorded
-// and prefetched too (it moves only when a deletion shifts it back). pool_bench HitRead4K
-// (4 KiB random reads of 192 MiB, all cached): 1,053 ns a hit without hints, 790 ns with
-// them; the bytes' address did most of that (docs/bench.md, "Sixteenth round"). As many
-// entries (16 bytes each) as the slot tables have room for, one per 4 KiB of the bound
-// rounded up to a power of two (1 MiB at the default 256 MiB), charged with the tables.
+// and prefetched too (it moves only when a deletion shifts it back). Both fit one word
+// (Hint), so the table takes 8 bytes an entry: at 16, loading the hint took most of
+// Volume::Read's own time in perf, and half the table holds the same names (HitRead4K
+// 615 -> 563 ns a hit). pool_bench HitRead4K (4 KiB random
+// reads of 192 MiB, all cached): 1,053 ns a hit without hints, 790 ns with them, the
+// bytes' address doing most of that (docs/bench.md, "Sixteenth round"). As many entries as
+// the slot tables have room for, one per 4 KiB of the bound rounded up to a power of two
+// (512 KiB at the default 256 MiB), charged with the tables. The volume prefetches the
+// block's pointer the same way (Volume::PrefetchPointer).
 //
 // Threads: all methods are thread-safe. The cache is split into kShards shards, each with
 // its own mutex, slot table, sketch and 1/kShards of the capacity; block bytes are copied
@@ -180,17 +184,18 @@ class BlockCache {
   // memory may have been freed or unmapped since, so only a test that knows the block is
   // still cached may read it).
   const uint8_t* HintedBytes(uint64_t name) const {
-    return hints_[name & hint_mask_].data.load(std::memory_order_relaxed);
+    return reinterpret_cast<const uint8_t*>(HintedData(Hint(name)));
   }
   // Starts loading byte `in_off` of where the block named `name` was last found, if it
   // was, and its slot, and returns at once. Takes no lock and trusts nothing: see "Hints".
   void PrefetchNamed(uint64_t name, uint32_t in_off) const {
-    const Hint& hint = hints_[name & hint_mask_];
-    const uint8_t* data = hint.data.load(std::memory_order_relaxed);
-    if (data == nullptr) return;
-    // The address as a number: no pointer arithmetic on memory that may be gone.
-    __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(data) + in_off));
-    __builtin_prefetch(hint.slot.load(std::memory_order_relaxed));
+    const uint64_t hint = Hint(name);
+    if (hint == 0) return;
+    // Addresses as numbers: no pointer arithmetic on memory that may be gone.
+    __builtin_prefetch(reinterpret_cast<const void*>(HintedData(hint) + in_off));
+    if (const uint64_t slot = hint & kHintSlotMask; slot != 0) {
+      __builtin_prefetch(reinterpret_cast<const void*>(slots_at_ + (slot - 1) * slot_bytes_));
+    }
   }
   // Starts loading what a Lookup of `key` touches first, its table slot (and, for a
   // counted access, its sketch counters), and returns at once. A reader that knows which
@@ -235,13 +240,23 @@ class BlockCache {
   std::atomic<uint64_t> bytes_{0};
   std::span<uint8_t> tables_;  // every shard's slot table and sketch, the hints, in huge pages
   // Where a named block was last found: its bytes, and its slot (which may move since:
-  // deletions shift slots back).
-  struct alignas(16) Hint {
-    std::atomic<const uint8_t*> data;
-    std::atomic<const void*> slot;
-  };
-  Hint* hints_ = nullptr;  // in tables_, hint_mask_ + 1 of them
+  // deletions shift slots back), packed in one word so the table costs 8 bytes an entry
+  // and more of it stays in the CPU's caches. Above kHintSlotBits: the bytes' address
+  // >> 4 (blocks are 16-byte aligned at least, and user addresses fit 47 bits); below:
+  // the slot's index among all shards' slots + 1, or 0 for none (tables too big for the
+  // field record none). 0 as a whole: no hint.
+  static constexpr int kHintSlotBits = 21;
+  static constexpr uint64_t kHintSlotMask = (uint64_t{1} << kHintSlotBits) - 1;
+  uint64_t Hint(uint64_t name) const {
+    return hints_[name & hint_mask_].load(std::memory_order_relaxed);
+  }
+  static uintptr_t HintedData(uint64_t hint) { return (hint >> kHintSlotBits) << 4; }
+  // Records that the block named `name` was found at `data`, in `slot`.
+  void NoteHint(uint64_t name, const uint8_t* data, const void* slot);
+  std::atomic<uint64_t>* hints_ = nullptr;  // in tables_, hint_mask_ + 1 of them
   uint64_t hint_mask_ = 0;
+  uintptr_t slots_at_ = 0;  // the first shard's first slot
+  size_t slot_bytes_ = 0;
   std::vector<std::unique_ptr<Shard>> shards_;
   // The reserve: faults each shard's share in, as spare chunks, ahead of need.
   void Reserve(std::stop_token stop);

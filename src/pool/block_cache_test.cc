@@ -76,6 +76,13 @@ TEST(BlockCacheTest, ANamedHitRecordsWhereTheBytesAre) {
   EXPECT_TRUE(std::equal(b2.begin(), b2.end(), c.HintedBytes(5)));
   c.Forget(Key(2));
   EXPECT_FALSE(c.Lookup(Key(2), out.data(), 0, 4096, true, 5));
+  // A block bigger than half a chunk is malloc'd, only 16-byte aligned: the packed hint
+  // still holds its exact address.
+  auto big = Block(3, 128 * 1024);
+  c.Insert(Key(3, 128 * 1024), big.data(), false);
+  ASSERT_TRUE(c.Lookup(Key(3, 128 * 1024), out.data(), 0, 4096, true, 6));
+  EXPECT_TRUE(std::equal(big.begin(), big.end(), c.HintedBytes(6)));
+  EXPECT_TRUE(std::equal(b2.begin(), b2.end(), c.HintedBytes(5)));  // its neighbour's kept
   c.Clear();  // a stale hint (its bytes freed, perhaps unmapped) is only prefetched
   c.PrefetchNamed(5, 4095);
 }

@@ -31,6 +31,7 @@
 // SyncTree runs only on the txg sync path (PoolImpl::sync_mu_ held).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -72,6 +73,10 @@ class Volume {
   // calls PoolImpl::Throttle() itself, after it has read the open txg for the intent log
   // (a throttle can kick a commit, and a txg read after it would be one too new).
   Status Read(uint64_t offset, std::span<uint8_t> buf);
+  // Where a read last found block `blkid`'s pointer, as a number; 0 if no read has noted
+  // its L1 block (l1_hints_). Tests: the L1 block may have been evicted since, so only a
+  // test that knows it is still cached may read there.
+  uintptr_t HintedPointerAddress(uint64_t blkid) const;
   Status Write(uint64_t offset, std::span<const uint8_t> buf, bool throttle = true);
   // Full blocks become holes; partial blocks are zero-filled.
   Status Zero(uint64_t offset, uint64_t length, bool throttle = true);
@@ -152,6 +157,12 @@ class Volume {
                 bool cache_asked = false);
   // EIO unless `bp` is a plausible data block pointer of this volume on an existing vdev.
   Status CheckDataBp(const BlockPtr& bp) const;
+  // Records where the L1 block `l1_index` is cached, for PrefetchPointer (nothing when
+  // `l1` is nullptr: it is not cached); tree_mu_ held.
+  void NoteL1Locked(uint64_t l1_index, const Indirect* l1);
+  // Starts loading block `blkid`'s pointer from where its L1 block was last found, if it
+  // was (l1_hints_), and returns at once. Takes no lock and trusts nothing.
+  void PrefetchPointer(uint64_t blkid) const;
   // out[i] = pointer of block first + i for every i < count with need[i] (tree_mu_ held).
   Status LookupRangeLocked(uint64_t first, size_t count, const uint8_t* need, BlockPtr* out);
   // Drops clean cached indirect blocks of this volume while the pool's cache is over its
@@ -213,6 +224,14 @@ class Volume {
   // Block b's name in the block cache's hints (BlockCache::PrefetchNamed) is
   // hint_base_ + b: the volume's guid, so volumes start at unrelated places in the table.
   const uint64_t hint_base_;
+  // Where the cached L1 indirect block holding block b's pointer was last found, at
+  // (b >> kIndirectShift) % kL1Hints: Read starts loading the pointer from there before it
+  // takes tree_mu_, so that miss overlaps the first block's (BlockCache "Hints" covers the
+  // bytes and the slot). Only ever prefetched, never read through: an evicted block's
+  // address, or another L1's sharing the entry, costs a wasted prefetch. Written under
+  // tree_mu_ by LookupRangeLocked, and only when it changed.
+  static constexpr size_t kL1Hints = 1024;
+  std::array<std::atomic<const Indirect*>, kL1Hints> l1_hints_{};
   std::atomic<uint64_t> volsize_;
   std::atomic<uint64_t> used_;
 

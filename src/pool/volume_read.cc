@@ -142,6 +142,7 @@ Status Volume::LookupRangeLocked(uint64_t first, size_t count, const uint8_t* ne
       l1_index = blkid >> kIndirectShift;
       auto it = cache_.find(Key(1, l1_index));
       l1 = it == cache_.end() ? nullptr : it->second.get();
+      NoteL1Locked(l1_index, l1);
     }
     if (l1) {
       out[i] = l1->bps[blkid & (kBpsPerIndirect - 1)];
@@ -156,14 +157,37 @@ Status Volume::LookupRangeLocked(uint64_t first, size_t count, const uint8_t* ne
   return Status::Ok();
 }
 
+void Volume::NoteL1Locked(uint64_t l1_index, const Indirect* l1) {
+  std::atomic<const Indirect*>& hint = l1_hints_[l1_index % kL1Hints];
+  // Written only when it changed: readers on several CPUs share the line.
+  if (l1 != nullptr && hint.load(std::memory_order_relaxed) != l1) {
+    hint.store(l1, std::memory_order_relaxed);
+  }
+}
+
+uintptr_t Volume::HintedPointerAddress(uint64_t blkid) const {
+  const Indirect* l1 =
+      l1_hints_[(blkid >> kIndirectShift) % kL1Hints].load(std::memory_order_relaxed);
+  if (l1 == nullptr) return 0;
+  // A number, not a pointer: the block may be gone (see l1_hints_).
+  return reinterpret_cast<uintptr_t>(l1) + offsetof(Indirect, bps) +
+         (blkid & (kBpsPerIndirect - 1)) * sizeof(BlockPtr);
+}
+
+void Volume::PrefetchPointer(uint64_t blkid) const {
+  const uintptr_t at = HintedPointerAddress(blkid);
+  if (at != 0) __builtin_prefetch(reinterpret_cast<const void*>(at));
+}
+
 Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
   if (buf.empty()) return Status::Ok();
   const uint64_t first = offset / vbs_;
   const uint64_t last = (offset + buf.size() - 1) / vbs_;
   const size_t count = static_cast<size_t>(last - first + 1);
   BlockCache* const cache = pool_->block_cache.get();
-  // The first block's bytes start loading now, if the cache has held them: they arrive
-  // while the locks, the block pointer and the cache's slot are still being fetched.
+  // The first block's pointer and bytes start loading now, from where they were last
+  // found: they arrive while the locks are taken, and each while the other is fetched.
+  PrefetchPointer(first);
   if (cache != nullptr) cache->PrefetchNamed(hint_base_ + first, offset - first * vbs_);
   ScratchLease lease;
   ReadScratch& s = *lease.operator->();

@@ -273,6 +273,42 @@ TEST(VolumeReadTest, AReadNamesItsFirstBlockInTheCachesHints) {
   EXPECT_EQ(cache.HintedBytes(guid + 11), nullptr);
 }
 
+// A read notes where it found the L1 blocks of its pointers; the next read under one of
+// them starts loading its block's pointer from there before it takes any lock.
+TEST(VolumeReadTest, AReadNotesWhereItFoundItsBlocksPointers) {
+  auto d = Pattern(kMiB, 14);  // 256 blocks: L1 blocks 0 and 1
+  auto s = WrittenNothingCached(bdev::MemoryDevice::Create(64 * kMiB), 4096, d);
+  const auto bps = DataBps(*s.pool);
+  ASSERT_EQ(bps.size(), 256u);
+  std::shared_ptr<Volume> vol;
+  {
+    std::lock_guard l(s.pool->impl()->mu);
+    vol = s.pool->impl()->volumes.at("trunk/v");
+  }
+  auto pointer_at = [&](uint64_t blkid) {
+    return reinterpret_cast<const BlockPtr*>(vol->HintedPointerAddress(blkid));
+  };
+  vol->EvictClean();
+  std::vector<uint8_t> back(4096);
+  ASSERT_TRUE(s.dev->Read(3 * 4096, back).ok());  // loads L1 block 0
+  ASSERT_TRUE(s.dev->Read(3 * 4096, back).ok());  // finds it cached, and notes where
+  for (uint64_t blkid : {0u, 3u, 127u}) {
+    ASSERT_NE(pointer_at(blkid), nullptr) << blkid;
+    EXPECT_EQ(*pointer_at(blkid), bps[blkid]) << blkid;
+  }
+  EXPECT_EQ(pointer_at(128), nullptr);  // another L1 block, not read yet
+  std::vector<uint8_t> across(4 * 4096);
+  ASSERT_TRUE(s.dev->Read(126 * 4096, across).ok());  // under both
+  ASSERT_TRUE(s.dev->Read(126 * 4096, across).ok());
+  EXPECT_TRUE(std::equal(across.begin(), across.end(), d.begin() + 126 * 4096));
+  ASSERT_NE(pointer_at(200), nullptr);
+  EXPECT_EQ(*pointer_at(200), bps[200]);
+  EXPECT_EQ(*pointer_at(3), bps[3]);
+  vol->EvictClean();  // the hints now name freed memory: prefetched, never read
+  ASSERT_TRUE(s.dev->Read(3 * 4096, back).ok());
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), d.begin() + 3 * 4096));
+}
+
 // A part of a block read from the vdev is verified like a whole one: the cache's verified
 // copy serves it after the block is damaged on disk; once evicted, the damage is EIO.
 TEST(VolumeReadTest, APartOfACorruptBlockIsEioOnceEvicted) {
