@@ -309,10 +309,9 @@ bool BlockCache::Lookup(const BlockKey& key, uint8_t* dst, uint32_t in_off, uint
 }
 
 void BlockCache::NoteHint(uint64_t name, const uint8_t* data, const void* slot) {
-  const auto at = reinterpret_cast<uintptr_t>(data);
-  if (at % 16 != 0 || at >> 47 != 0) return;  // does not fit the hint's field
-  const uint64_t index = (reinterpret_cast<uintptr_t>(slot) - slots_at_) / slot_bytes_ + 1;
-  const uint64_t hint = (at >> 4) << kHintSlotBits | (index <= kHintSlotMask ? index : 0);
+  const uint64_t index = (reinterpret_cast<uintptr_t>(slot) - slots_at_) / sizeof(Shard::Slot);
+  const uint64_t hint = PackHint(reinterpret_cast<uintptr_t>(data), index);
+  if (hint == 0) return;
   // Written only when it changed: readers of one block on several CPUs share its line.
   std::atomic<uint64_t>& entry = hints_[name & hint_mask_];
   if (entry.load(std::memory_order_relaxed) != hint) entry.store(hint, std::memory_order_relaxed);

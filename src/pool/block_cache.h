@@ -73,13 +73,13 @@
 // evicted, its memory reused or unmapped, another name sharing the table entry) costs a
 // wasted prefetch, which cannot fault, and nothing else. The slot's address is recorded
 // and prefetched too (it moves only when a deletion shifts it back). Both fit one word
-// (Hint), so the table takes 8 bytes an entry: at 16, loading the hint took most of
-// Volume::Read's own time in perf, and half the table holds the same names (HitRead4K
-// 615 -> 563 ns a hit). pool_bench HitRead4K (4 KiB random
-// reads of 192 MiB, all cached): 1,053 ns a hit without hints, 790 ns with them, the
-// bytes' address doing most of that (docs/bench.md, "Sixteenth round"). As many entries as
-// the slot tables have room for, one per 4 KiB of the bound rounded up to a power of two
-// (512 KiB at the default 256 MiB), charged with the tables. The volume prefetches the
+// (PackHint), so the table takes 8 bytes an entry: at 16 bytes, loading the hint took
+// most of Volume::Read's own time in perf, and the table at 8 bytes holds as many names
+// in half the memory (HitRead4K 615 -> 563 ns a hit: docs/bench.md, "Seventeenth round").
+// pool_bench HitRead4K (4 KiB random reads of 192 MiB, all cached): 1,053 ns a hit without hints,
+// 790 ns with them, the bytes' address doing most of that (docs/bench.md, "Sixteenth round"). As
+// many entries as the slot tables have room for, one per 4 KiB of the bound rounded up to a power
+// of two (512 KiB at the default 256 MiB), charged with the tables. The volume prefetches the
 // block's pointer the same way (Volume::PrefetchPointer).
 //
 // Threads: all methods are thread-safe. The cache is split into kShards shards, each with
@@ -116,6 +116,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stop_token>
 #include <thread>
@@ -184,18 +185,43 @@ class BlockCache {
   // memory may have been freed or unmapped since, so only a test that knows the block is
   // still cached may read it).
   const uint8_t* HintedBytes(uint64_t name) const {
-    return reinterpret_cast<const uint8_t*>(HintedData(Hint(name)));
+    return reinterpret_cast<const uint8_t*>(HintedData(LoadHint(name)));
   }
   // Starts loading byte `in_off` of where the block named `name` was last found, if it
   // was, and its slot, and returns at once. Takes no lock and trusts nothing: see "Hints".
   void PrefetchNamed(uint64_t name, uint32_t in_off) const {
-    const uint64_t hint = Hint(name);
+    const uint64_t hint = LoadHint(name);
     if (hint == 0) return;
     // Addresses as numbers: no pointer arithmetic on memory that may be gone.
     __builtin_prefetch(reinterpret_cast<const void*>(HintedData(hint) + in_off));
-    if (const uint64_t slot = hint & kHintSlotMask; slot != 0) {
-      __builtin_prefetch(reinterpret_cast<const void*>(slots_at_ + (slot - 1) * slot_bytes_));
+    if (const std::optional<uint64_t> slot = HintedSlot(hint)) {
+      __builtin_prefetch(reinterpret_cast<const void*>(slots_at_ + *slot * slot_bytes_));
     }
+  }
+
+  // A hint packs where a named block was last found in one word, so the table costs 8
+  // bytes an entry and more of it stays in the CPU's caches. Above kHintSlotBits: the
+  // bytes' address >> kHintDataShift (blocks are 16-byte aligned at least: malloc's
+  // alignment, or their size in an arena chunk; user addresses fit 48 bits). Below: the
+  // slot's index among all shards' slots + 1, or 0 for none (a bound over 2 GiB has more
+  // slots than the field holds: those past it are not hinted). 0 as a whole: no hint.
+  static constexpr int kHintDataShift = 4;
+  static constexpr int kHintSlotBits = 20;
+  static constexpr uint64_t kHintSlotMask = (uint64_t{1} << kHintSlotBits) - 1;
+  static_assert(48 - kHintDataShift + kHintSlotBits <= 64);
+  // 0 when the address does not fit the field (no hint).
+  static constexpr uint64_t PackHint(uintptr_t data, uint64_t slot_index) {
+    if (data % (uintptr_t{1} << kHintDataShift) != 0 || data >> 48 != 0) return 0;
+    const uint64_t slot = slot_index < kHintSlotMask ? slot_index + 1 : 0;
+    return (data >> kHintDataShift) << kHintSlotBits | slot;
+  }
+  static constexpr uintptr_t HintedData(uint64_t hint) {
+    return (hint >> kHintSlotBits) << kHintDataShift;
+  }
+  static constexpr std::optional<uint64_t> HintedSlot(uint64_t hint) {
+    const uint64_t slot = hint & kHintSlotMask;
+    if (slot == 0) return std::nullopt;
+    return slot - 1;
   }
   // Starts loading what a Lookup of `key` touches first, its table slot (and, for a
   // counted access, its sketch counters), and returns at once. A reader that knows which
@@ -239,24 +265,18 @@ class BlockCache {
   uint64_t fixed_bytes_ = 0;  // sketches, slot tables and hints
   std::atomic<uint64_t> bytes_{0};
   std::span<uint8_t> tables_;  // every shard's slot table and sketch, the hints, in huge pages
-  // Where a named block was last found: its bytes, and its slot (which may move since:
-  // deletions shift slots back), packed in one word so the table costs 8 bytes an entry
-  // and more of it stays in the CPU's caches. Above kHintSlotBits: the bytes' address
-  // >> 4 (blocks are 16-byte aligned at least, and user addresses fit 47 bits); below:
-  // the slot's index among all shards' slots + 1, or 0 for none (tables too big for the
-  // field record none). 0 as a whole: no hint.
-  static constexpr int kHintSlotBits = 21;
-  static constexpr uint64_t kHintSlotMask = (uint64_t{1} << kHintSlotBits) - 1;
-  uint64_t Hint(uint64_t name) const {
+  // Where a named block was last found (PackHint): its bytes, and its slot (which may move
+  // since: deletions shift slots back).
+  uint64_t LoadHint(uint64_t name) const {
     return hints_[name & hint_mask_].load(std::memory_order_relaxed);
   }
-  static uintptr_t HintedData(uint64_t hint) { return (hint >> kHintSlotBits) << 4; }
-  // Records that the block named `name` was found at `data`, in `slot`.
+  // Records that the block named `name` was found at `data`, in `slot`; the shard's lock
+  // held.
   void NoteHint(uint64_t name, const uint8_t* data, const void* slot);
   std::atomic<uint64_t>* hints_ = nullptr;  // in tables_, hint_mask_ + 1 of them
   uint64_t hint_mask_ = 0;
   uintptr_t slots_at_ = 0;  // the first shard's first slot
-  size_t slot_bytes_ = 0;
+  size_t slot_bytes_ = 0;   // sizeof(Shard::Slot), which this header cannot name
   std::vector<std::unique_ptr<Shard>> shards_;
   // The reserve: faults each shard's share in, as spare chunks, ahead of need.
   void Reserve(std::stop_token stop);

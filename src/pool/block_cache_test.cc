@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -73,18 +74,41 @@ TEST(BlockCacheTest, ANamedHitRecordsWhereTheBytesAre) {
   EXPECT_TRUE(std::equal(b1.begin(), b1.end(), at));
   // The same name found elsewhere (its block was rewritten): the hint follows.
   ASSERT_TRUE(c.Lookup(Key(2), out.data(), 0, 4096, true, 5));
-  EXPECT_TRUE(std::equal(b2.begin(), b2.end(), c.HintedBytes(5)));
-  c.Forget(Key(2));
-  EXPECT_FALSE(c.Lookup(Key(2), out.data(), 0, 4096, true, 5));
-  // A block bigger than half a chunk is malloc'd, only 16-byte aligned: the packed hint
-  // still holds its exact address.
+  const uint8_t* at2 = c.HintedBytes(5);
+  ASSERT_NE(at2, nullptr);
+  EXPECT_TRUE(std::equal(b2.begin(), b2.end(), at2));
+  // A block bigger than half a chunk is malloc'd: its hint holds its exact address too.
   auto big = Block(3, 128 * 1024);
   c.Insert(Key(3, 128 * 1024), big.data(), false);
   ASSERT_TRUE(c.Lookup(Key(3, 128 * 1024), out.data(), 0, 4096, true, 6));
+  ASSERT_NE(c.HintedBytes(6), nullptr);
   EXPECT_TRUE(std::equal(big.begin(), big.end(), c.HintedBytes(6)));
-  EXPECT_TRUE(std::equal(b2.begin(), b2.end(), c.HintedBytes(5)));  // its neighbour's kept
+  EXPECT_EQ(c.HintedBytes(5), at2);  // another name's hint is its own
+  c.Forget(Key(2));
+  EXPECT_FALSE(c.Lookup(Key(2), out.data(), 0, 4096, true, 5));
+  EXPECT_EQ(c.HintedBytes(5), at2);  // a miss leaves it, stale
   c.Clear();  // a stale hint (its bytes freed, perhaps unmapped) is only prefetched
   c.PrefetchNamed(5, 4095);
+}
+
+// A hint packs the bytes' address and the slot's index in one word (block_cache.h,
+// "Hints"), exactly at the fields' limits, and holds no slot past them.
+TEST(BlockCacheTest, AHintPacksBothAddressesInOneWord) {
+  constexpr uint64_t kLastSlot = BlockCache::kHintSlotMask - 1;
+  for (const uintptr_t data :
+       {uintptr_t{16}, uintptr_t{0x7fff'ffff'f000}, uintptr_t{0xffff'ffff'fff0}}) {
+    for (const uint64_t slot : {uint64_t{0}, uint64_t{1}, kLastSlot}) {
+      const uint64_t hint = BlockCache::PackHint(data, slot);
+      EXPECT_NE(hint, 0u);
+      EXPECT_EQ(BlockCache::HintedData(hint), data);
+      EXPECT_EQ(BlockCache::HintedSlot(hint), std::optional<uint64_t>(slot));
+    }
+    const uint64_t unslotted = BlockCache::PackHint(data, kLastSlot + 1);
+    EXPECT_EQ(BlockCache::HintedData(unslotted), data);
+    EXPECT_EQ(BlockCache::HintedSlot(unslotted), std::nullopt);
+  }
+  EXPECT_EQ(BlockCache::PackHint(0x1008, 3), 0u);  // not 16-byte aligned
+  EXPECT_EQ(BlockCache::PackHint(uintptr_t{1} << 48, 3), 0u);
 }
 
 // A full cache refuses a block seen once, unless blocks the pool freed are forgotten first.

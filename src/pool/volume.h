@@ -73,10 +73,6 @@ class Volume {
   // calls PoolImpl::Throttle() itself, after it has read the open txg for the intent log
   // (a throttle can kick a commit, and a txg read after it would be one too new).
   Status Read(uint64_t offset, std::span<uint8_t> buf);
-  // Where a read last found block `blkid`'s pointer, as a number; 0 if no read has noted
-  // its L1 block (l1_hints_). Tests: the L1 block may have been evicted since, so only a
-  // test that knows it is still cached may read there.
-  uintptr_t HintedPointerAddress(uint64_t blkid) const;
   Status Write(uint64_t offset, std::span<const uint8_t> buf, bool throttle = true);
   // Full blocks become holes; partial blocks are zero-filled.
   Status Zero(uint64_t offset, uint64_t length, bool throttle = true);
@@ -114,6 +110,12 @@ class Volume {
     return dirty.load() + r;
   }
   std::atomic<bool> destroyed{false};
+
+  // Tests: where a read last found block `blkid`'s pointer, as a number (l1_hints_); 0 if
+  // no read has noted an L1 block at its entry. The L1 block may have been evicted since,
+  // or be another sharing the entry, so only a test that knows which L1 block is cached
+  // there may read it.
+  uintptr_t HintedPointerAddress(uint64_t blkid) const;
 
   // --- txg sync path (PoolImpl::sync_mu_ held) ---
   // Moves the open map to the syncing map; returns the number of entries moved.
@@ -225,13 +227,19 @@ class Volume {
   // hint_base_ + b: the volume's guid, so volumes start at unrelated places in the table.
   const uint64_t hint_base_;
   // Where the cached L1 indirect block holding block b's pointer was last found, at
-  // (b >> kIndirectShift) % kL1Hints: Read starts loading the pointer from there before it
-  // takes tree_mu_, so that miss overlaps the first block's (BlockCache "Hints" covers the
-  // bytes and the slot). Only ever prefetched, never read through: an evicted block's
-  // address, or another L1's sharing the entry, costs a wasted prefetch. Written under
-  // tree_mu_ by LookupRangeLocked, and only when it changed.
+  // (b >> kIndirectShift) % kL1Hints. Read starts loading the pointer from there before it
+  // takes a lock, so its cache miss overlaps those of the block's slot and bytes
+  // (BlockCache "Hints"): without it the pointer's load was the first of the chain, the
+  // rest waiting on it (HitRead4K 627 -> 598 ns a hit: docs/bench.md, "Seventeenth
+  // round"). One entry an L1 block, not one a block: the cache's hint table has none for
+  // the pointer, as a field there cost it hit rate ("Sixteenth round"). 1024 entries (8
+  // KiB a volume, not charged to the cache's bound) cover 512 MiB of 4 KiB blocks, 2 GiB
+  // of 16 KiB ones, before two L1 blocks share one. Only ever prefetched, never read
+  // through: an evicted block's address, or another L1's sharing the entry, costs a
+  // wasted prefetch. Written under tree_mu_ by LookupRangeLocked, only when it changed,
+  // on a line of its own (readers' loads must not contend with the commits' counters).
   static constexpr size_t kL1Hints = 1024;
-  std::array<std::atomic<const Indirect*>, kL1Hints> l1_hints_{};
+  alignas(64) std::array<std::atomic<const Indirect*>, kL1Hints> l1_hints_{};
   std::atomic<uint64_t> volsize_;
   std::atomic<uint64_t> used_;
 

@@ -13,11 +13,12 @@
 //      by block in place, and offered to the cache (which admits them or not: TinyLFU; and
 //      leaves them out rather than have a read wait for fresh memory to fault in); a
 //      partial head/tail block is copied from the cache in part, or read whole through a
-//      per-thread bounce buffer of one block. Before anything else the first block's bytes
-//      start loading from where the cache last held them (BlockCache "Hints"). Requests
-//      longer than kMaxRunBytes are streams: they take the cache's hits but are not counted,
-//      and offer nothing; past a hit a miss's run ends at the next block the cache holds, past
-//      a miss it is read whole without probing the cache block by block.
+//      per-thread bounce buffer of one block. Before anything else the first block's pointer
+//      and bytes start loading from where they were last found (l1_hints_, BlockCache
+//      "Hints"). Requests longer than kMaxRunBytes are streams: they take the cache's hits
+//      but are not counted, and offer nothing; past a hit a miss's run ends at the next
+//      block the cache holds, past a miss it is read whole without probing the cache block
+//      by block.
 // A checksum mismatch on a merged read is retried block by block through the slow path,
 // which looks the pointer up again (the block may have been rewritten and its old copy
 // reused meanwhile) before it reports EIO.
@@ -153,6 +154,7 @@ Status Volume::LookupRangeLocked(uint64_t first, size_t count, const uint8_t* ne
     VS_ASSIGN_OR_RETURN(out[i], LookupL0Locked(blkid, &span));
     auto it = cache_.find(Key(1, l1_index));
     if (it != cache_.end()) l1 = it->second.get();
+    NoteL1Locked(l1_index, l1);
   }
   return Status::Ok();
 }
@@ -176,7 +178,10 @@ uintptr_t Volume::HintedPointerAddress(uint64_t blkid) const {
 
 void Volume::PrefetchPointer(uint64_t blkid) const {
   const uintptr_t at = HintedPointerAddress(blkid);
-  if (at != 0) __builtin_prefetch(reinterpret_cast<const void*>(at));
+  if (at == 0) return;
+  // A pointer spans two or three cache lines: its first and its last.
+  __builtin_prefetch(reinterpret_cast<const void*>(at));
+  __builtin_prefetch(reinterpret_cast<const void*>(at + sizeof(BlockPtr) - 1));
 }
 
 Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {

@@ -274,12 +274,17 @@ TEST(VolumeReadTest, AReadNamesItsFirstBlockInTheCachesHints) {
 }
 
 // A read notes where it found the L1 blocks of its pointers; the next read under one of
-// them starts loading its block's pointer from there before it takes any lock.
+// them starts loading its block's pointer from there before it takes any lock. L1 blocks
+// kL1Hints apart share an entry.
 TEST(VolumeReadTest, AReadNotesWhereItFoundItsBlocksPointers) {
-  auto d = Pattern(kMiB, 14);  // 256 blocks: L1 blocks 0 and 1
-  auto s = WrittenNothingCached(bdev::MemoryDevice::Create(64 * kMiB), 4096, d);
+  auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), 4096, 1024 * kMiB, ReadersCacheAtOnce());
+  auto d = Pattern(kMiB, 14);           // 256 blocks: L1 blocks 0 and 1
+  const uint64_t far = 1024 * 128 + 3;  // under L1 block 1024, which shares 0's entry
+  ASSERT_TRUE(s.dev->Write(0, d).ok());
+  ASSERT_TRUE(s.dev->Write(far * 4096, std::span(d).first(4096)).ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
   const auto bps = DataBps(*s.pool);
-  ASSERT_EQ(bps.size(), 256u);
+  ASSERT_EQ(bps.size(), 257u);
   std::shared_ptr<Volume> vol;
   {
     std::lock_guard l(s.pool->impl()->mu);
@@ -289,9 +294,9 @@ TEST(VolumeReadTest, AReadNotesWhereItFoundItsBlocksPointers) {
     return reinterpret_cast<const BlockPtr*>(vol->HintedPointerAddress(blkid));
   };
   vol->EvictClean();
+  EXPECT_EQ(pointer_at(3), nullptr);
   std::vector<uint8_t> back(4096);
-  ASSERT_TRUE(s.dev->Read(3 * 4096, back).ok());  // loads L1 block 0
-  ASSERT_TRUE(s.dev->Read(3 * 4096, back).ok());  // finds it cached, and notes where
+  ASSERT_TRUE(s.dev->Read(3 * 4096, back).ok());  // loads L1 block 0, and notes it
   for (uint64_t blkid : {0u, 3u, 127u}) {
     ASSERT_NE(pointer_at(blkid), nullptr) << blkid;
     EXPECT_EQ(*pointer_at(blkid), bps[blkid]) << blkid;
@@ -299,14 +304,20 @@ TEST(VolumeReadTest, AReadNotesWhereItFoundItsBlocksPointers) {
   EXPECT_EQ(pointer_at(128), nullptr);  // another L1 block, not read yet
   std::vector<uint8_t> across(4 * 4096);
   ASSERT_TRUE(s.dev->Read(126 * 4096, across).ok());  // under both
-  ASSERT_TRUE(s.dev->Read(126 * 4096, across).ok());
   EXPECT_TRUE(std::equal(across.begin(), across.end(), d.begin() + 126 * 4096));
   ASSERT_NE(pointer_at(200), nullptr);
   EXPECT_EQ(*pointer_at(200), bps[200]);
+  ASSERT_TRUE(s.dev->Read(far * 4096, back).ok());
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), d.begin()));
+  ASSERT_NE(pointer_at(far), nullptr);
+  EXPECT_EQ(*pointer_at(far), bps[256]);
+  EXPECT_EQ(pointer_at(3), pointer_at(far));  // the shared entry names the last one found
+  ASSERT_TRUE(s.dev->Read(3 * 4096, back).ok());
   EXPECT_EQ(*pointer_at(3), bps[3]);
   vol->EvictClean();  // the hints now name freed memory: prefetched, never read
   ASSERT_TRUE(s.dev->Read(3 * 4096, back).ok());
   EXPECT_TRUE(std::equal(back.begin(), back.end(), d.begin() + 3 * 4096));
+  EXPECT_EQ(*pointer_at(3), bps[3]);  // the L1 block loaded again, wherever it landed
 }
 
 // A part of a block read from the vdev is verified like a whole one: the cache's verified
