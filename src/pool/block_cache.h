@@ -72,15 +72,15 @@
 // their way. A hint is only ever prefetched, never read through: a stale one (the entry
 // evicted, its memory reused or unmapped, another name sharing the table entry) costs a
 // wasted prefetch, which cannot fault, and nothing else. The slot's address is recorded
-// and prefetched too (it moves only when a deletion shifts it back). Both fit one word
-// (PackHint), so the table takes 8 bytes an entry: at 16 bytes, loading the hint took
-// most of Volume::Read's own time in perf, and the table at 8 bytes holds as many names
-// in half the memory (HitRead4K 615 -> 563 ns a hit: docs/bench.md, "Seventeenth round").
-// pool_bench HitRead4K (4 KiB random reads of 192 MiB, all cached): 1,053 ns a hit without hints,
-// 790 ns with them, the bytes' address doing most of that (docs/bench.md, "Sixteenth round"). As
-// many entries as the slot tables have room for, one per 4 KiB of the bound rounded up to a power
-// of two (512 KiB at the default 256 MiB), charged with the tables. The volume prefetches the
-// block's pointer the same way (Volume::PrefetchPointer).
+// and prefetched too (it moves only when a deletion shifts it back). pool_bench HitRead4K
+// (4 KiB random reads of 192 MiB, all cached): 1,053 ns a hit without hints, 790 ns with
+// them, the bytes' address doing most of that (docs/bench.md, "Sixteenth round"). Both
+// addresses fit one word (PackHint), 8 bytes an entry: at 16 bytes, loading the hint took
+// most of Volume::Read's own time in perf, and at 8 the table holds as many names in half
+// the memory (HitRead4K 615 -> 563 ns a hit: "Seventeenth round"). As many entries as the
+// slot tables have room for, one per 4 KiB of the bound rounded up to a power of two (512
+// KiB at the default 256 MiB), charged with the tables. The volume prefetches the block's
+// pointer the same way (Volume::PrefetchPointer).
 //
 // Threads: all methods are thread-safe. The cache is split into kShards shards, each with
 // its own mutex, slot table, sketch and 1/kShards of the capacity; block bytes are copied

@@ -111,10 +111,10 @@ class Volume {
   }
   std::atomic<bool> destroyed{false};
 
-  // Tests: where a read last found block `blkid`'s pointer, as a number (l1_hints_); 0 if
-  // no read has noted an L1 block at its entry. The L1 block may have been evicted since,
-  // or be another sharing the entry, so only a test that knows which L1 block is cached
-  // there may read it.
+  // Where a read last found block `blkid`'s pointer, as a number (l1_hints_): what
+  // PrefetchPointer loads. 0 if no read has noted an L1 block at its entry. That L1 block
+  // may have been evicted since, or be another sharing the entry: only a test that knows
+  // which L1 block is cached there may read through it.
   uintptr_t HintedPointerAddress(uint64_t blkid) const;
 
   // --- txg sync path (PoolImpl::sync_mu_ held) ---
