@@ -410,6 +410,33 @@ void ReadVariants(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
 }
 
+struct ReadTimes {
+  double ref_s = 0, pool_s = 0, ref_cpu = 0, pool_cpu = 0;
+};
+
+// 4 KiB reads at `offs`: pread of the raw file, then the volume into `aligned` (4 KiB,
+// aligned for O_DIRECT), each timed by the clock and by the thread's CPU.
+ReadTimes TimeRandomReads(RawFile& raw, PoolVol& pv, const std::vector<uint64_t>& offs,
+                          uint8_t* aligned) {
+  std::vector<uint8_t> buf(4096);
+  ReadTimes t;
+  const double c0 = ThreadCpu();
+  const auto t0 = Clock::now();
+  for (const uint64_t off : offs) {
+    if (::pread(raw.fd, buf.data(), 4096, static_cast<off_t>(off)) != 4096) Die("pread");
+  }
+  const auto t1 = Clock::now();
+  const double c1 = ThreadCpu();
+  for (const uint64_t off : offs) {
+    if (!pv.dev->Read(off, std::span<uint8_t>(aligned, 4096)).ok()) Die("read");
+  }
+  t.pool_s = Seconds(t1, Clock::now());
+  t.pool_cpu = ThreadCpu() - c1;
+  t.ref_s = Seconds(t0, t1);
+  t.ref_cpu = c1 - c0;
+  return t;
+}
+
 void RandRead4K(benchmark::State& state) {
   const int mode = static_cast<int>(state.range(0));
   const uint64_t size = 256 * kMiB;
@@ -419,7 +446,6 @@ void RandRead4K(benchmark::State& state) {
   FillBoth(raw, pv, size);
   if (mode == kRewritten) FillBoth(raw, pv, size);
   if (mode == kWarm) WarmPass(pv, size);
-  std::vector<uint8_t> buf(4096);
   auto* aligned = static_cast<uint8_t*>(std::aligned_alloc(4096, 4096));  // O_DIRECT
   // From disk (cold, O_DIRECT): fewer reads.
   const int n = mode == kCold || mode == kDirect ? 4096 : 65536;
@@ -431,22 +457,12 @@ void RandRead4K(benchmark::State& state) {
     std::vector<uint64_t> offs(n);
     for (auto& o : offs) o = (rng() % (size / 4096)) * 4096;
     if (mode == kCold) DropCaches(raw.fd, pv);
-    const double c0 = ThreadCpu();
-    auto t0 = Clock::now();
-    for (int i = 0; i < n; i++) {
-      if (::pread(raw.fd, buf.data(), 4096, static_cast<off_t>(offs[i])) != 4096) Die("pread");
-    }
-    auto t1 = Clock::now();
-    const double c1 = ThreadCpu();
-    for (int i = 0; i < n; i++) {
-      if (!pv.dev->Read(offs[i], std::span<uint8_t>(aligned, 4096)).ok()) Die("read");
-    }
-    auto t2 = Clock::now();
-    ref_cpu += c1 - c0;
-    pool_cpu += ThreadCpu() - c1;
-    ref_s += Seconds(t0, t1);
-    pool_s += Seconds(t1, t2);
-    state.counters["last_ratio"] = Seconds(t0, t1) / Seconds(t1, t2);
+    const ReadTimes t = TimeRandomReads(raw, pv, offs, aligned);
+    ref_cpu += t.ref_cpu;
+    pool_cpu += t.pool_cpu;
+    ref_s += t.ref_s;
+    pool_s += t.pool_s;
+    state.counters["last_ratio"] = t.ref_s / t.pool_s;
   }
   std::free(aligned);
   Report(state, ref_s, pool_s, 4096.0 * n * state.iterations());
@@ -468,7 +484,6 @@ void HitRead4K(benchmark::State& state) {
       if (!pv.dev->Read(off, std::span<uint8_t>(aligned, 4096)).ok()) Die("read");
     }
   }
-  std::vector<uint8_t> buf(4096);
   const int n = 1 << 18;
   std::mt19937_64 rng(3);
   std::vector<uint64_t> offs(n);
@@ -476,17 +491,9 @@ void HitRead4K(benchmark::State& state) {
   double ref_s = 0, pool_s = 0;
   for (auto _ : state) {
     for (auto& o : offs) o = (rng() % (size / 4096)) * 4096;
-    auto t0 = Clock::now();
-    for (int i = 0; i < n; i++) {
-      if (::pread(raw.fd, buf.data(), 4096, static_cast<off_t>(offs[i])) != 4096) Die("pread");
-    }
-    auto t1 = Clock::now();
-    for (int i = 0; i < n; i++) {
-      if (!pv.dev->Read(offs[i], std::span<uint8_t>(aligned, 4096)).ok()) Die("read");
-    }
-    auto t2 = Clock::now();
-    ref_s += Seconds(t0, t1);
-    pool_s += Seconds(t1, t2);
+    const ReadTimes t = TimeRandomReads(raw, pv, offs, aligned);
+    ref_s += t.ref_s;
+    pool_s += t.pool_s;
   }
   std::free(aligned);
   const double reads = double(n) * state.iterations();
