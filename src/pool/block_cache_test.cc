@@ -55,6 +55,70 @@ TEST(BlockCacheTest, HitReturnsTheBytesAndMissesDoNot) {
   EXPECT_EQ(c.Stats().entries, 0u);
 }
 
+// A slot holds a key in three words (block_cache.cc, "A slot packs"): keys at the fields'
+// limits are held exactly, evicted and found again; a key past them is never cached, and
+// never mistaken for the held key it would wrap onto.
+TEST(BlockCacheTest, ASlotHoldsKeysUpToItsFieldsLimitsAndNoneBeyond) {
+  BlockCache c(4 * kMiB, nullptr);
+  std::vector<uint8_t> out(128 * 1024);
+  const uint64_t last_offset = ((uint64_t{1} << 44) - 1) * 512;  // the last sector of 8 PiB
+  const BlockKey limits[] = {
+      BlockKey{65535, 4096, 1 << 22, 7},
+      BlockKey{0, 4096, last_offset, 7},
+      BlockKey{0, 4096, 1 << 22, ~uint64_t{0}},
+      BlockKey{0, 128 * 1024, 1 << 23, 7},
+  };
+  for (size_t i = 0; i < std::size(limits); i++) {
+    const auto b = Block(i, limits[i].size);
+    ASSERT_TRUE(c.Insert(limits[i], b.data(), false));
+    ASSERT_TRUE(c.Lookup(limits[i], out.data(), 0, limits[i].size)) << i;
+    EXPECT_TRUE(std::equal(b.begin(), b.end(), out.begin())) << i;
+  }
+  EXPECT_EQ(c.Stats().entries, std::size(limits));
+  // Forgetting one leaves the others found (a later member of its probe run moves back by
+  // the key as held).
+  c.Forget(limits[0]);
+  EXPECT_FALSE(c.Lookup(limits[0], out.data(), 0, 4096));
+  for (size_t i = 1; i < std::size(limits); i++) {
+    EXPECT_TRUE(c.Lookup(limits[i], out.data(), 0, limits[i].size)) << i;
+  }
+
+  // Past the limits, in a small cache about half full: probe runs are long enough that some
+  // lookups of a key wrapping onto a held one pass that key's slot.
+  BlockCache small(1 * kMiB, nullptr);
+  constexpr int kHeld = 208;  // 13 a shard, of at most 14
+  for (int i = 0; i < kHeld; i++) small.Insert(Key(i), Block(i).data(), false);
+  ASSERT_EQ(small.Stats().entries, uint64_t{kHeld});
+  for (int i = 0; i < kHeld; i++) {
+    BlockKey vdev_past = Key(i), offset_past = Key(i), off_sector = Key(i), odd_size = Key(i);
+    vdev_past.vdev = 65536;                   // wraps onto vdev 0
+    offset_past.offset += uint64_t{1} << 53;  // wraps onto the held offset
+    off_sector.offset += 100;
+    odd_size.size += 100;
+    for (const BlockKey& k : {vdev_past, offset_past, off_sector, odd_size}) {
+      ASSERT_FALSE(small.Lookup(k, out.data(), 0, 4096)) << i;
+    }
+  }
+  const auto before = small.Stats();
+  BlockKey vdev_past = Key(0), off_sector = Key(0), odd_size = Key(0);
+  vdev_past.vdev = 65536;
+  off_sector.offset += 100;
+  odd_size.size += 100;
+  for (const BlockKey& k : {vdev_past, off_sector, odd_size}) {
+    const auto other = Block(kHeld, k.size);
+    EXPECT_TRUE(small.Insert(k, other.data(), false));  // refused, not left for later
+    EXPECT_FALSE(small.Lookup(k, out.data(), 0, 4096));
+  }
+  const auto after = small.Stats();
+  EXPECT_EQ(after.entries, before.entries);
+  EXPECT_EQ(after.rejected - before.rejected, 3u);
+  for (int i = 0; i < kHeld; i++) {
+    ASSERT_TRUE(small.Lookup(Key(i), out.data(), 0, 4096)) << i;
+    const auto b = Block(i);
+    ASSERT_TRUE(std::equal(b.begin(), b.end(), out.begin())) << i;
+  }
+}
+
 // A named hit records where the block's bytes are; a miss or an unnamed hit records
 // nothing.
 TEST(BlockCacheTest, ANamedHitRecordsWhereTheBytesAre) {
