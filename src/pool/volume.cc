@@ -46,7 +46,7 @@ Volume::Volume(PoolImpl* pool, DatasetPhys phys)
 
 Volume::~Volume() {
   std::lock_guard l(tree_mu_);
-  pool_->cache_bytes -= cache_.size() * uint64_t{kIndirectBlockSize};
+  for (auto it = cache_.begin(); it != cache_.end();) it = UncacheLocked(it);
 }
 
 DatasetPhys Volume::phys() const {
@@ -101,7 +101,7 @@ Status Volume::Grow(uint64_t new_size) {
     while (phys_.levels < want) {
       // The old root becomes child 0 of a new root one level up.
       auto ind = std::make_shared<Indirect>();
-      ind->bps[0] = phys_.root;
+      ind->bps.Set(0, phys_.root);
       ind->dirty = true;
       phys_.root = BlockPtr{};
       phys_.levels++;
@@ -124,7 +124,25 @@ void Volume::NotifyResize() {
 // Tree lookups (tree_mu_ held)
 
 void Volume::InsertCacheLocked(uint64_t key, std::shared_ptr<Indirect> ind) {
-  if (cache_.emplace(key, std::move(ind)).second) pool_->cache_bytes += kIndirectBlockSize;
+  Indirect& cached = *ind;
+  if (cache_.emplace(key, std::move(ind)).second) {
+    cached.charged = cached.bps.Bytes();
+    pool_->cache_bytes += cached.charged;
+  }
+}
+
+Volume::CacheIterator Volume::UncacheLocked(CacheIterator it) {
+  pool_->cache_bytes -= it->second->charged;
+  it->second->charged = 0;  // a caller may still hold it
+  return cache_.erase(it);
+}
+
+void Volume::SetPointerLocked(Indirect& ind, uint32_t i, const BlockPtr& bp) {
+  ind.bps.Set(i, bp);
+  if (ind.charged == 0) return;
+  const uint64_t bytes = ind.bps.Bytes();
+  pool_->cache_bytes += bytes - ind.charged;  // grows or stays: the form only ever widens
+  ind.charged = bytes;
 }
 
 Result<std::shared_ptr<Volume::Indirect>> Volume::LoadIndirect(const BlockPtr& bp) {
@@ -142,7 +160,7 @@ Result<std::shared_ptr<Volume::Indirect>> Volume::LoadIndirect(const BlockPtr& b
     if (!child->IsHole() && (child->type != want || child->level + 1 != bp.level)) {
       return Status::IoError(phys_.name + ": indirect block holds a wrong pointer");
     }
-    ind->bps[i] = *child;
+    ind->bps.Set(i, *child);
   }
   return ind;
 }
@@ -150,7 +168,7 @@ Result<std::shared_ptr<Volume::Indirect>> Volume::LoadIndirect(const BlockPtr& b
 Result<BlockPtr> Volume::LookupL0Locked(uint64_t blkid, uint64_t* hole_span) {
   *hole_span = 1;
   if (auto it = cache_.find(Key(1, blkid >> kIndirectShift)); it != cache_.end()) {
-    return it->second->bps[blkid & (kBpsPerIndirect - 1)];
+    return it->second->bps.Get(blkid & (kBpsPerIndirect - 1));
   }
   BlockPtr parent = phys_.root;
   for (uint32_t l = phys_.levels; l >= 1; l--) {
@@ -167,7 +185,7 @@ Result<BlockPtr> Volume::LookupL0Locked(uint64_t blkid, uint64_t* hole_span) {
       TrimCacheLocked();
       InsertCacheLocked(Key(l, index), ind);
     }
-    parent = ind->bps[(blkid >> (kIndirectShift * (l - 1))) & (kBpsPerIndirect - 1)];
+    parent = ind->bps.Get((blkid >> (kIndirectShift * (l - 1))) & (kBpsPerIndirect - 1));
   }
   return parent;
 }
@@ -181,9 +199,8 @@ void Volume::TrimCacheLocked() {
   uint64_t freed = 0;
   for (auto it = cache_.begin(); it != cache_.end() && pool_->cache_bytes.load() > target;) {
     if (!it->second->dirty && !grown_dirty_.count(it->first)) {
-      it = cache_.erase(it);
-      pool_->cache_bytes -= kIndirectBlockSize;
-      freed += kIndirectBlockSize;
+      freed += it->second->charged;
+      it = UncacheLocked(it);
     } else {
       ++it;
     }
@@ -203,7 +220,7 @@ Result<std::shared_ptr<Volume::Indirect>> Volume::GetForWriteLocked(uint32_t lev
     bp = phys_.root;
   } else {
     VS_ASSIGN_OR_RETURN(auto parent, GetForWriteLocked(level + 1, index >> kIndirectShift));
-    bp = parent->bps[index & (kBpsPerIndirect - 1)];
+    bp = parent->bps.Get(index & (kBpsPerIndirect - 1));
   }
   VS_ASSIGN_OR_RETURN(auto ind, LoadIndirect(bp));
   InsertCacheLocked(Key(level, index), ind);
@@ -214,8 +231,7 @@ void Volume::EvictClean() {
   std::lock_guard l(tree_mu_);
   for (auto it = cache_.begin(); it != cache_.end();) {
     if (!it->second->dirty && !grown_dirty_.count(it->first)) {
-      it = cache_.erase(it);
-      pool_->cache_bytes -= kIndirectBlockSize;
+      it = UncacheLocked(it);
     } else {
       ++it;
     }
@@ -594,10 +610,11 @@ Status Volume::SyncTree(SyncContext& ctx) {
   grown_dirty_.clear();
   for (auto& [blkid, bp] : fresh) {
     VS_ASSIGN_OR_RETURN(auto ind, GetForWriteLocked(1, blkid >> kIndirectShift));
-    BlockPtr& slot = ind->bps[blkid & (kBpsPerIndirect - 1)];
-    if (slot.IsHole() && bp.IsHole()) continue;
-    if (!slot.IsHole()) VS_RETURN_IF_ERROR(ctx.Free(slot, this));
-    slot = bp;
+    const uint32_t i = blkid & (kBpsPerIndirect - 1);
+    const BlockPtr old = ind->bps.Get(i);
+    if (old.IsHole() && bp.IsHole()) continue;
+    if (!old.IsHole()) VS_RETURN_IF_ERROR(ctx.Free(old, this));
+    SetPointerLocked(*ind, i, bp);
     ind->dirty = true;
     dirty[1].insert(blkid >> kIndirectShift);
   }
@@ -609,9 +626,12 @@ Status Volume::SyncTree(SyncContext& ctx) {
       Indirect& ind = *it->second;
       BlockPtr nbp;
       uint64_t fill = 0;
-      for (const auto& c : ind.bps) fill += c.fill;
+      for (uint32_t i = 0; i < kBpsPerIndirect; i++) {
+        const BlockPtr c = ind.bps.Get(i);
+        fill += c.fill;
+        EncodeBlockPtr(c, &buf[i * kBlkptrSize]);
+      }
       if (fill > 0) {
-        for (uint32_t i = 0; i < kBpsPerIndirect; i++) EncodeBlockPtr(ind.bps[i], &buf[i * 128]);
         VS_ASSIGN_OR_RETURN(nbp.dva[0], ctx.Allocate(kIndirectBlockSize, this));
         nbp.lsize = nbp.psize = kIndirectBlockSize;
         nbp.cksum = cksum;
@@ -623,17 +643,18 @@ Status Volume::SyncTree(SyncContext& ctx) {
         VS_RETURN_IF_ERROR(ctx.Write(nbp.dva[0], buf));
       }
       ind.dirty = false;
-      BlockPtr* slot;
       if (level == phys_.levels) {
-        slot = &phys_.root;
+        if (!phys_.root.IsHole()) VS_RETURN_IF_ERROR(ctx.Free(phys_.root, this));
+        phys_.root = nbp;
       } else {
         VS_ASSIGN_OR_RETURN(auto parent, GetForWriteLocked(level + 1, index >> kIndirectShift));
         parent->dirty = true;
-        slot = &parent->bps[index & (kBpsPerIndirect - 1)];
+        const uint32_t i = index & (kBpsPerIndirect - 1);
+        const BlockPtr old = parent->bps.Get(i);
+        if (!old.IsHole()) VS_RETURN_IF_ERROR(ctx.Free(old, this));
+        SetPointerLocked(*parent, i, nbp);
         dirty[level + 1].insert(index >> kIndirectShift);
       }
-      if (!slot->IsHole()) VS_RETURN_IF_ERROR(ctx.Free(*slot, this));
-      *slot = nbp;
     }
   }
   VS_RETURN_IF_ERROR(ctx.FlushWrites());
@@ -654,7 +675,9 @@ Status Volume::WalkBp(const BlockPtr& bp, const std::function<Status(const Block
     return Status::Ok();
   }
   if (!ind.ok()) return ind.status();
-  for (const auto& c : (*ind)->bps) VS_RETURN_IF_ERROR(WalkBp(c, fn, unreadable));
+  for (uint32_t i = 0; i < kBpsPerIndirect; i++) {
+    VS_RETURN_IF_ERROR(WalkBp((*ind)->bps.Get(i), fn, unreadable));
+  }
   return Status::Ok();
 }
 
@@ -689,8 +712,7 @@ Status Volume::FreeTree(SyncContext& ctx) {
   for (const auto& bp : bps) VS_RETURN_IF_ERROR(ctx.Free(bp, this));
   std::lock_guard l(tree_mu_);
   phys_.root = synced_.root = BlockPtr{};
-  pool_->cache_bytes -= cache_.size() * uint64_t{kIndirectBlockSize};
-  cache_.clear();
+  for (auto it = cache_.begin(); it != cache_.end();) it = UncacheLocked(it);
   grown_dirty_.clear();
   return Status::Ok();
 }

@@ -47,6 +47,7 @@
 #include "pool/blkptr_format.h"
 #include "pool/dirty_buffers.h"
 #include "pool/dirty_reservation.h"
+#include "pool/indirect_pointers.h"
 #include "pool/mos_format.h"
 
 namespace volstack::pool {
@@ -54,9 +55,7 @@ namespace volstack::pool {
 class PoolImpl;
 struct SyncContext;
 
-inline constexpr uint32_t kIndirectBlockSize = 16384;
-inline constexpr uint32_t kIndirectShift = 7;  // 128 pointers per indirect block
-inline constexpr uint32_t kBpsPerIndirect = 1u << kIndirectShift;
+inline constexpr uint32_t kIndirectBlockSize = 16384;  // on disk: kBpsPerIndirect blkptrs
 
 // Levels needed for `nblocks` L0 blocks (at least 1).
 uint32_t LevelsFor(uint64_t nblocks);
@@ -111,10 +110,11 @@ class Volume {
   }
   std::atomic<bool> destroyed{false};
 
-  // Where a read last found block `blkid`'s pointer, as a number (l1_hints_): what
-  // PrefetchPointer loads. 0 if no read has noted an L1 block at its entry. That L1 block
-  // may have been evicted since, or be another sharing the entry: only a test that knows
-  // which L1 block is cached there may read through it.
+  // Where a read last found block `blkid`'s pointer, as a number (l1_hints_): the address
+  // of a PackedBlockPtr, what PrefetchPointer loads. 0 if no read has noted an L1 block in
+  // the packed form at its entry. That L1 block may have been evicted since, or be another
+  // sharing the entry: only a test that knows which L1 block is cached there may read
+  // through it.
   uintptr_t HintedPointerAddress(uint64_t blkid) const;
 
   // --- txg sync path (PoolImpl::sync_mu_ held) ---
@@ -143,9 +143,12 @@ class Volume {
   void DropEarlyLocked();
 
  private:
+  // A cached indirect block. `charged`: what cache_bytes counts for it while it is cached, 0
+  // while it is not (its form, and so its size, may change while cached: SetPointerLocked).
   struct Indirect {
-    BlockPtr bps[kBpsPerIndirect];
+    IndirectPointers bps;
     bool dirty = false;
+    uint64_t charged = 0;
   };
   static uint64_t Key(uint32_t level, uint64_t index) { return (uint64_t{level} << 56) | index; }
 
@@ -159,8 +162,9 @@ class Volume {
                 bool cache_asked = false);
   // EIO unless `bp` is a plausible data block pointer of this volume on an existing vdev.
   Status CheckDataBp(const BlockPtr& bp) const;
-  // Records where the L1 block `l1_index` is cached, for PrefetchPointer (nothing when
-  // `l1` is nullptr: it is not cached); tree_mu_ held.
+  // Records where the L1 block `l1_index` keeps its packed pointers, for PrefetchPointer
+  // (nothing when `l1` is nullptr: it is not cached; no address when it is in the full
+  // form); tree_mu_ held.
   void NoteL1Locked(uint64_t l1_index, const Indirect* l1);
   // Starts loading block `blkid`'s pointer from where its L1 block was last found, if it
   // was (l1_hints_), and returns at once. Takes no lock and trusts nothing.
@@ -195,6 +199,11 @@ class Volume {
   Status WalkBp(const BlockPtr& bp, const std::function<Status(const BlockPtr&)>& fn,
                 uint64_t* unreadable = nullptr);
   void InsertCacheLocked(uint64_t key, std::shared_ptr<Indirect> ind);
+  // Drops cache_ entry `it` and its charge; returns the next entry.
+  using CacheIterator = std::unordered_map<uint64_t, std::shared_ptr<Indirect>>::iterator;
+  CacheIterator UncacheLocked(CacheIterator it);
+  // Sets pointer i of a cached indirect block, charging a change of its form.
+  void SetPointerLocked(Indirect& ind, uint32_t i, const BlockPtr& bp);
 
   // Early writes (early_write.cc). A block written early: the buffer whose bytes went out
   // (identity: a buffer changed or replaced since is not this one) and its pointer.
@@ -239,7 +248,7 @@ class Volume {
   // wasted prefetch. Written under tree_mu_ by LookupRangeLocked, only when it changed,
   // on a line of its own (readers' loads must not contend with the commits' counters).
   static constexpr size_t kL1Hints = 1024;
-  alignas(64) std::array<std::atomic<const Indirect*>, kL1Hints> l1_hints_{};
+  alignas(64) std::array<std::atomic<const PackedBlockPtr*>, kL1Hints> l1_hints_{};
   std::atomic<uint64_t> volsize_;
   std::atomic<uint64_t> used_;
 

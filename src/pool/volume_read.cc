@@ -146,7 +146,7 @@ Status Volume::LookupRangeLocked(uint64_t first, size_t count, const uint8_t* ne
       NoteL1Locked(l1_index, l1);
     }
     if (l1) {
-      out[i] = l1->bps[blkid & (kBpsPerIndirect - 1)];
+      out[i] = l1->bps.Get(blkid & (kBpsPerIndirect - 1));
       continue;
     }
     // Not cached: the full walk loads (and caches) the L1 block, or finds a hole above it.
@@ -160,28 +160,26 @@ Status Volume::LookupRangeLocked(uint64_t first, size_t count, const uint8_t* ne
 }
 
 void Volume::NoteL1Locked(uint64_t l1_index, const Indirect* l1) {
-  std::atomic<const Indirect*>& hint = l1_hints_[l1_index % kL1Hints];
+  if (l1 == nullptr) return;
+  std::atomic<const PackedBlockPtr*>& hint = l1_hints_[l1_index % kL1Hints];
+  // A block in the full form is not hinted: its pointers are rare (indirect_pointers.h).
+  const PackedBlockPtr* first = l1->bps.packed() ? l1->bps.PackedAt(0) : nullptr;
   // Written only when it changed: readers on several CPUs share the line.
-  if (l1 != nullptr && hint.load(std::memory_order_relaxed) != l1) {
-    hint.store(l1, std::memory_order_relaxed);
-  }
+  if (hint.load(std::memory_order_relaxed) != first) hint.store(first, std::memory_order_relaxed);
 }
 
 uintptr_t Volume::HintedPointerAddress(uint64_t blkid) const {
-  const Indirect* l1 =
+  const PackedBlockPtr* first =
       l1_hints_[(blkid >> kIndirectShift) % kL1Hints].load(std::memory_order_relaxed);
-  if (l1 == nullptr) return 0;
+  if (first == nullptr) return 0;
   // A number, not a pointer: the block may be gone (see l1_hints_).
-  return reinterpret_cast<uintptr_t>(l1) + offsetof(Indirect, bps) +
-         (blkid & (kBpsPerIndirect - 1)) * sizeof(BlockPtr);
+  return reinterpret_cast<uintptr_t>(first) +
+         (blkid & (kBpsPerIndirect - 1)) * sizeof(PackedBlockPtr);
 }
 
 void Volume::PrefetchPointer(uint64_t blkid) const {
   const uintptr_t at = HintedPointerAddress(blkid);
-  if (at == 0) return;
-  // A pointer spans two or three cache lines: its first and its last.
-  __builtin_prefetch(reinterpret_cast<const void*>(at));
-  __builtin_prefetch(reinterpret_cast<const void*>(at + sizeof(BlockPtr) - 1));
+  if (at != 0) __builtin_prefetch(reinterpret_cast<const void*>(at));  // one line
 }
 
 Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {

@@ -291,7 +291,7 @@ TEST(VolumeReadTest, AReadNotesWhereItFoundItsBlocksPointers) {
     vol = s.pool->impl()->volumes.at("trunk/v");
   }
   auto pointer_at = [&](uint64_t blkid) {
-    return reinterpret_cast<const BlockPtr*>(vol->HintedPointerAddress(blkid));
+    return reinterpret_cast<const PackedBlockPtr*>(vol->HintedPointerAddress(blkid));
   };
   vol->EvictClean();
   EXPECT_EQ(pointer_at(3), nullptr);
@@ -299,25 +299,25 @@ TEST(VolumeReadTest, AReadNotesWhereItFoundItsBlocksPointers) {
   ASSERT_TRUE(s.dev->Read(3 * 4096, back).ok());  // loads L1 block 0, and notes it
   for (uint64_t blkid : {0u, 3u, 127u}) {
     ASSERT_NE(pointer_at(blkid), nullptr) << blkid;
-    EXPECT_EQ(*pointer_at(blkid), bps[blkid]) << blkid;
+    EXPECT_EQ(pointer_at(blkid)->Unpack(), bps[blkid]) << blkid;
   }
   EXPECT_EQ(pointer_at(128), nullptr);  // another L1 block, not read yet
   std::vector<uint8_t> across(4 * 4096);
   ASSERT_TRUE(s.dev->Read(126 * 4096, across).ok());  // under both
   EXPECT_TRUE(std::equal(across.begin(), across.end(), d.begin() + 126 * 4096));
   ASSERT_NE(pointer_at(200), nullptr);
-  EXPECT_EQ(*pointer_at(200), bps[200]);
+  EXPECT_EQ(pointer_at(200)->Unpack(), bps[200]);
   ASSERT_TRUE(s.dev->Read(far * 4096, back).ok());
   EXPECT_TRUE(std::equal(back.begin(), back.end(), d.begin()));
   ASSERT_NE(pointer_at(far), nullptr);
-  EXPECT_EQ(*pointer_at(far), bps[256]);
+  EXPECT_EQ(pointer_at(far)->Unpack(), bps[256]);
   EXPECT_EQ(pointer_at(3), pointer_at(far));  // the shared entry names the last one found
   ASSERT_TRUE(s.dev->Read(3 * 4096, back).ok());
-  EXPECT_EQ(*pointer_at(3), bps[3]);
+  EXPECT_EQ(pointer_at(3)->Unpack(), bps[3]);
   vol->EvictClean();  // the hints now name freed memory: prefetched, never read
   ASSERT_TRUE(s.dev->Read(3 * 4096, back).ok());
   EXPECT_TRUE(std::equal(back.begin(), back.end(), d.begin() + 3 * 4096));
-  EXPECT_EQ(*pointer_at(3), bps[3]);  // the L1 block loaded again, wherever it landed
+  EXPECT_EQ(pointer_at(3)->Unpack(), bps[3]);  // the L1 block loaded again, wherever it landed
 }
 
 // A part of a block read from the vdev is verified like a whole one: the cache's verified
