@@ -5,6 +5,7 @@
 #include "pool/indirect_pointers.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <limits>
 #include <random>
@@ -116,8 +117,13 @@ TEST(IndirectPointersTest, AVolumeChargesItsCachedIndirectBlocksWhatTheyCost) {
     vol = pool->impl()->volumes.at("trunk/v");
   }
   std::atomic<uint64_t>& charged = pool->impl()->cache_bytes;
-  const uint64_t packed = IndirectPointers().Bytes();
-  const uint64_t full = packed + kBpsPerIndirect * sizeof(BlockPtr);
+  IndirectPointers ptrs;
+  const uint64_t packed = Volume::CachedIndirectBytes(ptrs);
+  BlockPtr wide;
+  wide.phys_birth = 1;
+  ptrs.Set(0, wide);
+  const uint64_t full = Volume::CachedIndirectBytes(ptrs);
+  EXPECT_EQ(full, packed + kBpsPerIndirect * sizeof(BlockPtr));
   vol->EvictClean();
   EXPECT_EQ(charged.load(), 0u);
   std::vector<uint8_t> back(4096);
@@ -140,6 +146,49 @@ TEST(IndirectPointersTest, AVolumeChargesItsCachedIndirectBlocksWhatTheyCost) {
   vol.reset();
   ASSERT_TRUE(pool->DestroyVolume("trunk/v").ok());
   EXPECT_EQ(charged.load(), 0u);
+}
+
+// The charge is what the heap really holds for a cached indirect block, within 5 %: more
+// held than charged would let the process outgrow the bound, more charged than held would
+// leave the block cache memory it could use.
+TEST(IndirectPointersTest, TheChargeIsWhatTheHeapHolds) {
+  PoolCreateOptions o;
+  o.tuning = TestTuning();
+  o.tuning.cache_max_bytes = 64 * kMiB;  // every block below stays cached
+  auto pool = *Pool::Create("trunk", {bdev::MemoryDevice::Create(128 * kMiB)}, o);
+  VolumeOptions vo;
+  vo.volsize = 1024 * kMiB;
+  vo.volblocksize = 4096;
+  vo.sparse = true;
+  ASSERT_TRUE(pool->CreateVolume("trunk/v", vo).ok());
+  auto dev = *pool->OpenVolume("trunk/v");
+  constexpr uint64_t kL1s = 2000;
+  const auto block = Pattern(4096, 4);
+  for (uint64_t i = 0; i < kL1s; i++) {
+    ASSERT_TRUE(dev->Write(i * kBpsPerIndirect * 4096, block).ok());
+  }
+  ASSERT_TRUE(pool->Sync().ok());
+  std::shared_ptr<Volume> vol;
+  {
+    std::lock_guard l(pool->impl()->mu);
+    vol = pool->impl()->volumes.at("trunk/v");
+  }
+  std::vector<uint8_t> back(4096);
+  ASSERT_TRUE(dev->Read(0, back).ok());  // the read path's own first allocations
+  vol->EvictClean();
+  auto heap = [] {
+    const struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+  };
+  const uint64_t charged_before = pool->impl()->cache_bytes.load(), heap_before = heap();
+  for (uint64_t i = 0; i < kL1s; i++) {
+    ASSERT_TRUE(dev->Read(i * kBpsPerIndirect * 4096, back).ok());
+  }
+  const double charged = double(pool->impl()->cache_bytes.load() - charged_before);
+  const double held = double(heap() - heap_before);
+  EXPECT_GE(charged, kL1s * Volume::CachedIndirectBytes(IndirectPointers()));
+  EXPECT_LE(held, charged);
+  EXPECT_GE(held, 0.95 * charged);
 }
 
 }  // namespace

@@ -116,6 +116,9 @@ class Volume {
   // sharing the entry: only a test that knows which L1 block is cached there may read
   // through it.
   uintptr_t HintedPointerAddress(uint64_t blkid) const;
+  // What the cache bound is charged for a cached indirect block holding `ptrs`: the block,
+  // the shared_ptr's control block, the map's node, malloc's headers.
+  static uint64_t CachedIndirectBytes(const IndirectPointers& ptrs);
 
   // --- txg sync path (PoolImpl::sync_mu_ held) ---
   // Moves the open map to the syncing map; returns the number of entries moved.
