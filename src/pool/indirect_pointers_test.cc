@@ -95,27 +95,38 @@ TEST(IndirectPointersTest, OnePointerThatDoesNotPackMovesTheBlockToTheFullForm) 
   for (uint32_t i = 0; i < kBpsPerIndirect; i++) EXPECT_EQ(ptrs.Get(i), want[i]) << i;
 }
 
+// A pool on memory with one sparse 1 GiB volume of 4 KiB blocks (three levels of indirect
+// blocks: L1, L2 and the root's L3).
+struct Setup {
+  std::shared_ptr<Pool> pool;
+  bdev::BlockDevicePtr dev;
+  std::shared_ptr<Volume> vol;
+};
+
+Setup Make(uint64_t pool_bytes, PoolTuning tuning) {
+  Setup s;
+  PoolCreateOptions o;
+  o.tuning = tuning;
+  s.pool = *Pool::Create("trunk", {bdev::MemoryDevice::Create(pool_bytes)}, o);
+  VolumeOptions vo;
+  vo.volsize = 1024 * kMiB;
+  vo.volblocksize = 4096;
+  vo.sparse = true;
+  EXPECT_TRUE(s.pool->CreateVolume("trunk/v", vo).ok());
+  s.dev = *s.pool->OpenVolume("trunk/v");
+  std::lock_guard l(s.pool->impl()->mu);
+  s.vol = s.pool->impl()->volumes.at("trunk/v");
+  return s;
+}
+
 // The volume's indirect cache counts in PoolImpl::cache_bytes exactly what its blocks cost:
 // the packed form, then the full form once a SHA-256 pointer goes in, and nothing once
 // they are evicted.
 TEST(IndirectPointersTest, AVolumeChargesItsCachedIndirectBlocksWhatTheyCost) {
-  PoolCreateOptions o;
-  o.tuning = TestTuning();
-  auto pool = *Pool::Create("trunk", {bdev::MemoryDevice::Create(64 * kMiB)}, o);
-  VolumeOptions vo;
-  vo.volsize = 1024 * kMiB;  // 3 levels of 4 KiB blocks: L1, L2, the root's L3
-  vo.volblocksize = 4096;
-  vo.sparse = true;
-  ASSERT_TRUE(pool->CreateVolume("trunk/v", vo).ok());
-  auto dev = *pool->OpenVolume("trunk/v");
+  auto [pool, dev, vol] = Make(64 * kMiB, TestTuning());
   const auto d = Pattern(8 * 4096, 3);
   ASSERT_TRUE(dev->Write(0, d).ok());
   ASSERT_TRUE(pool->Sync().ok());
-  std::shared_ptr<Volume> vol;
-  {
-    std::lock_guard l(pool->impl()->mu);
-    vol = pool->impl()->volumes.at("trunk/v");
-  }
   std::atomic<uint64_t>& charged = pool->impl()->cache_bytes;
   IndirectPointers ptrs;
   const uint64_t packed = Volume::CachedIndirectBytes(ptrs);
@@ -152,27 +163,15 @@ TEST(IndirectPointersTest, AVolumeChargesItsCachedIndirectBlocksWhatTheyCost) {
 // held than charged would let the process outgrow the bound, more charged than held would
 // leave the block cache memory it could use.
 TEST(IndirectPointersTest, TheChargeIsWhatTheHeapHolds) {
-  PoolCreateOptions o;
-  o.tuning = TestTuning();
-  o.tuning.cache_max_bytes = 64 * kMiB;  // every block below stays cached
-  auto pool = *Pool::Create("trunk", {bdev::MemoryDevice::Create(128 * kMiB)}, o);
-  VolumeOptions vo;
-  vo.volsize = 1024 * kMiB;
-  vo.volblocksize = 4096;
-  vo.sparse = true;
-  ASSERT_TRUE(pool->CreateVolume("trunk/v", vo).ok());
-  auto dev = *pool->OpenVolume("trunk/v");
+  PoolTuning t = TestTuning();
+  t.cache_max_bytes = 64 * kMiB;  // every block below stays cached
+  auto [pool, dev, vol] = Make(128 * kMiB, t);
   constexpr uint64_t kL1s = 2000;
   const auto block = Pattern(4096, 4);
   for (uint64_t i = 0; i < kL1s; i++) {
     ASSERT_TRUE(dev->Write(i * kBpsPerIndirect * 4096, block).ok());
   }
   ASSERT_TRUE(pool->Sync().ok());
-  std::shared_ptr<Volume> vol;
-  {
-    std::lock_guard l(pool->impl()->mu);
-    vol = pool->impl()->volumes.at("trunk/v");
-  }
   std::vector<uint8_t> back(4096);
   ASSERT_TRUE(dev->Read(0, back).ok());  // the read path's own first allocations
   vol->EvictClean();
