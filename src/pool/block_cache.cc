@@ -71,7 +71,7 @@ struct BlockCache::Shard {
       uint64_t where = 0, birth = 0, vdev = 0;
       bool fits = false;
     };
-    static constexpr int kSizeBits = 20;  // sectors: blocks up to 512 MiB
+    static constexpr int kSizeBits = 20;  // sectors: blocks below 512 MiB
     static constexpr int kVdevShift = 48;
     static constexpr uint64_t kRefBit = 1;
     static constexpr uint64_t kAddressMask = ((uint64_t{1} << kVdevShift) - 1) & ~kRefBit;
@@ -90,9 +90,11 @@ struct BlockCache::Shard {
       return (reinterpret_cast<uintptr_t>(data) & ~kAddressMask) == 0;
     }
 
+    // First: a probe reads it before the rest, and a slot that straddles two lines has its
+    // first word on the line prefetched.
+    uint64_t held = 0;   // vdev << kVdevShift | the bytes' address | kRefBit; 0: empty
     uint64_t where = 0;  // offset / 512 << kSizeBits | size / 512
     uint64_t birth = 0;
-    uint64_t held = 0;  // vdev << kVdevShift | the bytes' address | kRefBit; 0: empty
 
     bool empty() const { return held == 0; }
     bool Holds(const Packed& p) const {
@@ -517,10 +519,9 @@ bool BlockCache::Insert(const BlockKey& key, const uint8_t* data, bool count_acc
   const bool had_spare = s.arena.has_spare();
   uint8_t* buf = reuse ? reuse : s.arena.Allocate(key.size);
   if (reserve_ && had_spare && !s.arena.has_spare()) WakeReserve();
-  if (buf != nullptr && !Shard::Slot::Holdable(buf)) {
-    const uint64_t before_free = s.bytes();
+  if (buf != nullptr && !Shard::Slot::Holdable(buf)) {  // past 48 bits: none on Linux today
     s.arena.Free(buf, key.size);
-    bytes_ -= before_free - s.bytes();
+    bytes_ += s.bytes() - before;  // what the allocation mapped and kept (modulo 2^64)
     buf = nullptr;
   }
   if (buf == nullptr) {  // no memory to be had, or none a slot can hold: a cache can do without
@@ -539,7 +540,9 @@ void BlockCache::Forget(const BlockKey& key) {
   const uint64_t h = HashKey(key);
   Shard& s = ShardFor(key);
   std::lock_guard l(s.mu);
-  const size_t i = s.Find(Shard::Slot::Pack(key), h);
+  const Shard::Slot::Packed packed = Shard::Slot::Pack(key);
+  if (!packed.fits) return;  // never cached; its packed form may name a held key
+  const size_t i = s.Find(packed, h);
   if (!s.table[i].empty()) bytes_ -= s.Remove(i);
 }
 

@@ -136,7 +136,8 @@ struct BlockCacheStats {
   uint64_t hits = 0;
   uint64_t misses = 0;
   uint64_t inserted = 0;  // admitted (including writes at commit)
-  uint64_t rejected = 0;  // refused by admission (no room for something this rarely used)
+  uint64_t rejected = 0;  // refused by admission (no room for something this rarely used),
+                          // or a key or memory a slot cannot hold (block_cache.cc, Slot)
   uint64_t unready = 0;   // a kRead offer (a reader's, the refill's) left out: only fresh
                           // memory could have held it
   uint64_t evicted = 0;   // for room, or forgotten (freed by a commit)
@@ -172,6 +173,9 @@ class BlockCache {
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
 
+  // Keys: a key whose offset or size is not in 512-byte sectors, whose offset is past 8 PiB
+  // or whose vdev is past 65,535 is never cached (a slot packs its key: block_cache.cc).
+  //
   // On a hit copies bytes [in_off, in_off + n) of the block to dst and returns true. Hit or
   // miss, the access is counted for admission unless `count_access` is false (a stream,
   // which admits nothing: counting it would only cost the sketch's writes and age the

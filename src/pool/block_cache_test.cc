@@ -84,7 +84,7 @@ TEST(BlockCacheTest, ASlotHoldsKeysUpToItsFieldsLimitsAndNoneBeyond) {
   }
 
   // Past the limits, in a small cache about half full: probe runs are long enough that some
-  // lookups of a key wrapping onto a held one pass that key's slot.
+  // lookups of a key wrapping onto a held one (in its shard) pass that key's slot.
   BlockCache small(1 * kMiB, nullptr);
   constexpr int kHeld = 208;  // 13 a shard, of at most 14
   for (int i = 0; i < kHeld; i++) small.Insert(Key(i), Block(i).data(), false);
@@ -97,8 +97,10 @@ TEST(BlockCacheTest, ASlotHoldsKeysUpToItsFieldsLimitsAndNoneBeyond) {
     odd_size.size += 100;
     for (const BlockKey& k : {vdev_past, offset_past, off_sector, odd_size}) {
       ASSERT_FALSE(small.Lookup(k, out.data(), 0, 4096)) << i;
+      small.Forget(k);  // forgets nothing held
     }
   }
+  ASSERT_EQ(small.Stats().entries, uint64_t{kHeld});
   const auto before = small.Stats();
   BlockKey vdev_past = Key(0), off_sector = Key(0), odd_size = Key(0);
   vdev_past.vdev = 65536;

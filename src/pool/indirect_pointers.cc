@@ -4,12 +4,11 @@
 
 namespace volstack::pool {
 
-std::optional<PackedBlockPtr> PackedBlockPtr::Pack(const BlockPtr& bp) {
-  const auto tail = std::span(bp.checksum.bytes).subspan(16);
-  if (bp.dva[1] != Dva{} || bp.dva[2] != Dva{} || bp.phys_birth != 0 ||
-      std::any_of(tail.begin(), tail.end(), [](uint8_t b) { return b != 0; })) {
-    return std::nullopt;
-  }
+namespace {
+constexpr size_t kPackedChecksum = 16;  // bytes of a checksum in the packed line
+}  // namespace
+
+PackedBlockPtr PackedBlockPtr::Of(const BlockPtr& bp) {
   PackedBlockPtr p;
   p.offset = bp.dva[0].offset;
   p.birth = bp.birth;
@@ -22,7 +21,7 @@ std::optional<PackedBlockPtr> PackedBlockPtr::Pack(const BlockPtr& bp) {
   p.cksum = bp.cksum;
   p.type = bp.type;
   p.level = bp.level;
-  std::copy_n(bp.checksum.bytes.begin(), p.checksum.size(), p.checksum.begin());
+  std::copy_n(bp.checksum.bytes.begin(), kPackedChecksum, p.checksum.begin());
   return p;
 }
 
@@ -41,22 +40,40 @@ BlockPtr PackedBlockPtr::Unpack() const {
   return bp;
 }
 
+BlockPtrExtras BlockPtrExtras::Of(const BlockPtr& bp) {
+  static_assert(kMaxDvas == 3, "a DVA past the third needs a field here");
+  BlockPtrExtras x;
+  x.dva1 = bp.dva[1];
+  x.dva2 = bp.dva[2];
+  x.phys_birth = bp.phys_birth;
+  std::copy_n(bp.checksum.bytes.begin() + kPackedChecksum, x.checksum_tail.size(),
+              x.checksum_tail.begin());
+  return x;
+}
+
+bool BlockPtrExtras::empty() const {
+  return dva1 == Dva{} && dva2 == Dva{} && phys_birth == 0 &&
+         std::all_of(checksum_tail.begin(), checksum_tail.end(), [](uint8_t b) { return b == 0; });
+}
+
+void BlockPtrExtras::ApplyTo(BlockPtr& bp) const {
+  bp.dva[1] = dva1;
+  bp.dva[2] = dva2;
+  bp.phys_birth = phys_birth;
+  std::copy(checksum_tail.begin(), checksum_tail.end(),
+            bp.checksum.bytes.begin() + kPackedChecksum);
+}
+
 void IndirectPointers::Set(uint32_t i, const BlockPtr& bp) {
-  if (full_) {
-    full_[i] = bp;
-    return;
-  }
-  if (const std::optional<PackedBlockPtr> p = PackedBlockPtr::Pack(bp)) {
-    packed_[i] = *p;
-    return;
-  }
-  full_ = std::make_unique<BlockPtr[]>(kBpsPerIndirect);
-  for (uint32_t k = 0; k < kBpsPerIndirect; k++) full_[k] = packed_[k].Unpack();
-  full_[i] = bp;
+  packed_[i] = PackedBlockPtr::Of(bp);
+  const BlockPtrExtras x = BlockPtrExtras::Of(bp);
+  if (!extras_ && x.empty()) return;
+  if (!extras_) extras_ = std::make_unique<BlockPtrExtras[]>(kBpsPerIndirect);  // all empty
+  extras_[i] = x;
 }
 
 uint64_t IndirectPointers::Bytes() const {
-  return sizeof(*this) + (full_ ? kBpsPerIndirect * sizeof(BlockPtr) : 0);
+  return sizeof(*this) + (extras_ ? kBpsPerIndirect * sizeof(BlockPtrExtras) : 0);
 }
 
 }  // namespace volstack::pool

@@ -6,14 +6,17 @@
 // A BlockPtr is 120 bytes in memory, three DVAs and a 32-byte checksum; the pointers a
 // volume writes use one DVA, an XXH3-128 checksum (16 bytes) and no phys_birth. Packed,
 // such a pointer takes 64 bytes, one cache line, so a 256 MiB volume of 4 KiB blocks keeps
-// its 512 L1 blocks in 4 MiB instead of 8, and the block cache holds 1,000 more blocks of
+// its 512 L1 blocks in 4.4 MiB instead of 8, and the block cache holds 900 more blocks of
 // its data at the default bound (docs/bench.md, "Eighteenth round"). One line a pointer is
 // also what a read's prefetch of it loads (Volume::PrefetchPointer).
 //
-// Two forms. A block starts packed. The first pointer that does not pack (a second DVA, a
-// SHA-256 checksum, a phys_birth) moves the whole block to the full form, 128 BlockPtrs on
-// the heap, for as long as it is cached: a lookup then needs no test per pointer beyond
-// the form's. Both forms hold every pointer exactly (Unpack(Pack(bp)) == bp).
+// Extras. What a packed pointer has no room for (DVAs 1 and 2, phys_birth, the checksum's
+// last 16 bytes: a SHA-256 checksum, mirrors, clones) goes to a second array of 56 bytes a
+// pointer, made for the whole block the first time one of its pointers needs it and kept
+// while the block is cached. A block with extras costs what the unpacked form did (15.4
+// KiB); one without costs half. The packed array always holds the rest of every pointer,
+// so a lookup reads one line plus, only in a block with extras, one more.
+// Every pointer comes back exactly as set.
 //
 // Not thread-safe: the volume's tree_mu_ guards it.
 #pragma once
@@ -21,7 +24,6 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <optional>
 
 #include "pool/blkptr_format.h"
 
@@ -30,8 +32,7 @@ namespace volstack::pool {
 inline constexpr uint32_t kIndirectShift = 7;
 inline constexpr uint32_t kBpsPerIndirect = 1u << kIndirectShift;
 
-// A block pointer in one cache line: what a BlockPtr holds, less the fields a pointer that
-// packs leaves empty (DVAs 1 and 2, phys_birth, the checksum's last 16 bytes).
+// A block pointer in one cache line: all of a BlockPtr but its extras (below).
 struct alignas(64) PackedBlockPtr {
   uint64_t offset = 0;  // dva[0]
   uint64_t birth = 0;
@@ -44,28 +45,44 @@ struct alignas(64) PackedBlockPtr {
   ChecksumType cksum = ChecksumType::kXxh3_128;
   BlockType type = BlockType::kNone;
   uint8_t level = 0;
-  std::array<uint8_t, 16> checksum{};
+  std::array<uint8_t, 16> checksum{};  // its first 16 bytes
 
-  // nullopt when `bp` holds something the packed form has no room for.
-  static std::optional<PackedBlockPtr> Pack(const BlockPtr& bp);
+  static PackedBlockPtr Of(const BlockPtr& bp);
+  // The pointer, its extras empty.
   BlockPtr Unpack() const;
 };
 static_assert(sizeof(PackedBlockPtr) == 64);
 
+// What a PackedBlockPtr leaves out; all zero for the pointers a volume writes by default.
+struct BlockPtrExtras {
+  Dva dva1, dva2;
+  uint64_t phys_birth = 0;
+  std::array<uint8_t, 16> checksum_tail{};
+
+  static BlockPtrExtras Of(const BlockPtr& bp);
+  bool empty() const;
+  void ApplyTo(BlockPtr& bp) const;
+};
+static_assert(sizeof(BlockPtrExtras) == 56);
+
 class IndirectPointers {
  public:
-  BlockPtr Get(uint32_t i) const { return full_ ? full_[i] : packed_[i].Unpack(); }
-  // May move the block to the full form (see above), which costs Bytes() more.
+  BlockPtr Get(uint32_t i) const {
+    BlockPtr bp = packed_[i].Unpack();
+    if (extras_) extras_[i].ApplyTo(bp);
+    return bp;
+  }
+  // May give the block its extras (see above), which costs Bytes() more.
   void Set(uint32_t i, const BlockPtr& bp);
-  bool packed() const { return full_ == nullptr; }
-  // Where pointer i lies in the packed form (valid while packed(); a prefetch's target).
+  bool has_extras() const { return extras_ != nullptr; }
+  // Where pointer i's packed line lies (a prefetch's target).
   const PackedBlockPtr* PackedAt(uint32_t i) const { return &packed_[i]; }
-  // What this object costs in memory, heap included.
+  // What this object costs in memory, its extras included.
   uint64_t Bytes() const;
 
  private:
   std::array<PackedBlockPtr, kBpsPerIndirect> packed_{};
-  std::unique_ptr<BlockPtr[]> full_;  // non-null: the full form
+  std::unique_ptr<BlockPtrExtras[]> extras_;  // null: every pointer's extras are empty
 };
 
 }  // namespace volstack::pool

@@ -111,10 +111,9 @@ class Volume {
   std::atomic<bool> destroyed{false};
 
   // Where a read last found block `blkid`'s pointer, as a number (l1_hints_): the address
-  // of a PackedBlockPtr, what PrefetchPointer loads. 0 if no read has noted an L1 block in
-  // the packed form at its entry. That L1 block may have been evicted since, or be another
-  // sharing the entry: only a test that knows which L1 block is cached there may read
-  // through it.
+  // of its PackedBlockPtr, what PrefetchPointer loads. 0 if no read has noted an L1 block
+  // at its entry. That L1 block may have been evicted since, or be another sharing the
+  // entry: only a test that knows which L1 block is cached there may read through it.
   uintptr_t HintedPointerAddress(uint64_t blkid) const;
   // What the cache bound is charged for a cached indirect block holding `ptrs`: the block,
   // the shared_ptr's control block, the map's node, malloc's headers.
@@ -166,8 +165,7 @@ class Volume {
   // EIO unless `bp` is a plausible data block pointer of this volume on an existing vdev.
   Status CheckDataBp(const BlockPtr& bp) const;
   // Records where the L1 block `l1_index` keeps its packed pointers, for PrefetchPointer
-  // (nothing when `l1` is nullptr: it is not cached; no address when it is in the full
-  // form); tree_mu_ held.
+  // (nothing when `l1` is nullptr: it is not cached); tree_mu_ held.
   void NoteL1Locked(uint64_t l1_index, const Indirect* l1);
   // Starts loading block `blkid`'s pointer from where its L1 block was last found, if it
   // was (l1_hints_), and returns at once. Takes no lock and trusts nothing.
@@ -238,7 +236,8 @@ class Volume {
   // Block b's name in the block cache's hints (BlockCache::PrefetchNamed) is
   // hint_base_ + b: the volume's guid, so volumes start at unrelated places in the table.
   const uint64_t hint_base_;
-  // Where the cached L1 indirect block holding block b's pointer was last found, at
+  // Where the cached L1 indirect block holding block b's pointer was last found (the
+  // address of its first packed pointer: indirect_pointers.h), at
   // (b >> kIndirectShift) % kL1Hints. Read starts loading the pointer from there before it
   // takes a lock, so its cache miss overlaps those of the block's slot and bytes
   // (BlockCache "Hints"): without it the pointer's load was the first of the chain, the

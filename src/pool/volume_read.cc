@@ -162,8 +162,7 @@ Status Volume::LookupRangeLocked(uint64_t first, size_t count, const uint8_t* ne
 void Volume::NoteL1Locked(uint64_t l1_index, const Indirect* l1) {
   if (l1 == nullptr) return;
   std::atomic<const PackedBlockPtr*>& hint = l1_hints_[l1_index % kL1Hints];
-  // A block in the full form is not hinted: its pointers are rare (indirect_pointers.h).
-  const PackedBlockPtr* first = l1->bps.packed() ? l1->bps.PackedAt(0) : nullptr;
+  const PackedBlockPtr* first = l1->bps.PackedAt(0);
   // Written only when it changed: readers on several CPUs share the line.
   if (hint.load(std::memory_order_relaxed) != first) hint.store(first, std::memory_order_relaxed);
 }
@@ -179,7 +178,8 @@ uintptr_t Volume::HintedPointerAddress(uint64_t blkid) const {
 
 void Volume::PrefetchPointer(uint64_t blkid) const {
   const uintptr_t at = HintedPointerAddress(blkid);
-  if (at != 0) __builtin_prefetch(reinterpret_cast<const void*>(at));  // one line
+  // One line: the packed pointer (a block with extras has a second, not prefetched).
+  if (at != 0) __builtin_prefetch(reinterpret_cast<const void*>(at));
 }
 
 Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
