@@ -3,7 +3,9 @@
 //
 // Tree. Data lives in volblocksize L0 blocks; indirect blocks (16 KiB, 128 blkptrs) at
 // levels 1..levels point down; the root pointer sits in the MOS. Indirect block (l, i) covers
-// L0 blocks [i*128^l, (i+1)*128^l). A hole pointer at any level is a run of zeroes.
+// L0 blocks [i*128^l, (i+1)*128^l). A hole pointer at any level is a run of zeroes. Indirect
+// blocks are cached decoded, their pointers packed a line each (indirect_pointers.h), and
+// charged to the pool's cache bound what the heap holds for them.
 //
 // Dirty data. Writes go to the open map (block id -> buffer, nullptr = hole). A txg commit
 // first moves the open map to the syncing map (Quiesce), writes it out (SyncTree), and drops
