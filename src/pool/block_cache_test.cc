@@ -92,7 +92,7 @@ TEST(BlockCacheTest, ASlotHoldsKeysUpToItsFieldsLimitsAndNoneBeyond) {
   for (int i = 0; i < kHeld; i++) {
     BlockKey vdev_past = Key(i), offset_past = Key(i), off_sector = Key(i), odd_size = Key(i);
     vdev_past.vdev = 65536;                   // wraps onto vdev 0
-    offset_past.offset += uint64_t{1} << 53;  // wraps onto the held offset
+    offset_past.offset += uint64_t{1} << 53;  // wraps onto the held offset (another region)
     off_sector.offset += 100;
     odd_size.size += 100;
     for (const BlockKey& k : {vdev_past, offset_past, off_sector, odd_size}) {

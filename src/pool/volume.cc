@@ -143,7 +143,7 @@ uint64_t Volume::CachedIndirectBytes(const IndirectPointers& ptrs) {
   return sizeof(Indirect) - sizeof(IndirectPointers) + ptrs.Bytes() + kIndirectOverhead;
 }
 
-Volume::CacheIterator Volume::UncacheLocked(CacheIterator it) {
+Volume::IndirectCache::iterator Volume::UncacheLocked(IndirectCache::iterator it) {
   pool_->cache_bytes -= it->second->charged;
   it->second->charged = 0;  // a caller may still hold it
   return cache_.erase(it);

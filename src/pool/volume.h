@@ -203,8 +203,8 @@ class Volume {
                 uint64_t* unreadable = nullptr);
   void InsertCacheLocked(uint64_t key, std::shared_ptr<Indirect> ind);
   // Drops cache_ entry `it` and its charge; returns the next entry.
-  using CacheIterator = std::unordered_map<uint64_t, std::shared_ptr<Indirect>>::iterator;
-  CacheIterator UncacheLocked(CacheIterator it);
+  using IndirectCache = std::unordered_map<uint64_t, std::shared_ptr<Indirect>>;
+  IndirectCache::iterator UncacheLocked(IndirectCache::iterator it);
   // Sets pointer i of a cached indirect block, charging a change of its form.
   void SetPointerLocked(Indirect& ind, uint32_t i, const BlockPtr& bp);
 
@@ -272,9 +272,9 @@ class Volume {
   std::map<void*, std::function<void(uint64_t)>> listeners_;  // GUARDED_BY(mu_)
 
   mutable std::mutex tree_mu_;
-  DatasetPhys phys_;    // GUARDED_BY(tree_mu_)
-  DatasetPhys synced_;  // GUARDED_BY(tree_mu_): synced_phys(); its root is the tree on disk
-  std::unordered_map<uint64_t, std::shared_ptr<Indirect>> cache_;  // GUARDED_BY(tree_mu_)
+  DatasetPhys phys_;     // GUARDED_BY(tree_mu_)
+  DatasetPhys synced_;   // GUARDED_BY(tree_mu_): synced_phys(); its root is the tree on disk
+  IndirectCache cache_;  // GUARDED_BY(tree_mu_)
   std::set<uint64_t> grown_dirty_;  // GUARDED_BY(tree_mu_): new roots made by Grow
 };
 
