@@ -13,6 +13,7 @@
 #include "cli/device_usage.h"
 #include "cli/pool_common.h"
 #include "cli/verbs.h"
+#include "pool/memory_bounds.h"
 #include "pool/vdev.h"
 
 namespace volstack::cli {
@@ -50,7 +51,7 @@ bool KnownPoolProp(const std::string& prop) {
       "name",       "size",     "allocated",  "alloc",    "free",          "capacity",
       "cap",        "health",   "guid",       "ashift",   "dedupratio",    "dedup",
       "checkpoint", "ckpoint",  "expandsize", "expandsz", "fragmentation", "frag",
-      "altroot",    "readonly", "txg",        "comment"};
+      "altroot",    "readonly", "txg",        "comment",  "cachemax",      "dirtymax"};
   return std::find(std::begin(kKnown), std::end(kKnown), prop) != std::end(kKnown);
 }
 
@@ -72,13 +73,15 @@ std::string PoolProp(const pool::PoolInfo& i, const std::string& prop, bool p) {
   }
   if (prop == "readonly") return "off";
   if (prop == "txg") return std::to_string(i.txg);
+  if (pool::IsMemoryBound(prop)) return Bytes(pool::MemoryBound(i.props, prop), p);
   if (auto it = i.props.find(prop); it != i.props.end()) return it->second;
   return "-";
 }
 
 const std::vector<std::string> kPoolGetAll = {
-    "size",      "capacity", "altroot", "health",  "guid",       "dedupratio", "free",
-    "allocated", "readonly", "ashift",  "comment", "expandsize", "checkpoint", "fragmentation"};
+    "size",       "capacity",      "altroot",  "health",  "guid",    "dedupratio",
+    "free",       "allocated",     "readonly", "ashift",  "comment", "expandsize",
+    "checkpoint", "fragmentation", "cachemax", "dirtymax"};
 
 int ZpoolCreate(Context& ctx, bool force, const std::vector<std::string>& opts,
                 const std::string& name, const std::vector<std::string>& vdevs) {
@@ -94,7 +97,11 @@ int ZpoolCreate(Context& ctx, bool force, const std::vector<std::string>& opts,
         return ReportUsage("zpool create: invalid ashift '" + kv->second + "': expected 9..16");
       }
       o.ashift = static_cast<uint32_t>(a);
-    } else if (kv->first == "comment" || kv->first.find(':') != std::string::npos) {
+    } else if (kv->first == "comment" || pool::IsMemoryBound(kv->first) ||
+               kv->first.find(':') != std::string::npos) {
+      if (auto v = pool::StoredPoolProperty(kv->first, kv->second); !v.ok()) {
+        return ReportUsage("zpool create: " + v.status().message());
+      }
       o.props[kv->first] = kv->second;
     } else {
       return ReportUsage("zpool create: property '" + kv->first + "' is not supported");
@@ -478,7 +485,7 @@ int ZpoolGet(Context& ctx, bool scripted, bool parsable, const std::string& fiel
     auto info = (*p)->Info();
     for (const auto& prop : want) {
       std::string source = "-";
-      if (prop == "comment" || prop.find(':') != std::string::npos) {
+      if (prop == "comment" || pool::IsMemoryBound(prop) || prop.find(':') != std::string::npos) {
         source = info.props.count(prop) ? "local" : "default";
       } else if (prop == "ashift") {
         source = "local";

@@ -65,6 +65,7 @@
 #include <cctype>
 #include <random>
 
+#include "pool/memory_bounds.h"
 #include "pool/pool_impl.h"
 #include "pool/zvol_device.h"
 #include "util/size.h"
@@ -781,7 +782,7 @@ PoolInfo Pool::Info() {
   return info;
 }
 
-Status ValidatePoolProperty(const std::string& prop, const std::string& value) {
+Result<std::string> StoredPoolProperty(const std::string& prop, const std::string& value) {
   if (prop == "comment") {
     // zpool's rule: at most 32 printable characters.
     if (value.size() > 32 || !std::all_of(value.begin(), value.end(), [](char c) {
@@ -789,9 +790,13 @@ Status ValidatePoolProperty(const std::string& prop, const std::string& value) {
         })) {
       return Status::InvalidArgument("comment must be at most 32 printable characters");
     }
-    return Status::Ok();
+    return value;
   }
-  if (IsUserProp(prop)) return ValidateUserProp(prop, value);
+  if (IsMemoryBound(prop)) return StoredMemoryBound(prop, value);
+  if (IsUserProp(prop)) {
+    VS_RETURN_IF_ERROR(ValidateUserProp(prop, value));
+    return value;
+  }
   static const char* kReadOnly[] = {"size",   "free", "allocated", "capacity",
                                     "health", "guid", "ashift",    "name"};
   for (const char* r : kReadOnly) {
@@ -801,11 +806,11 @@ Status ValidatePoolProperty(const std::string& prop, const std::string& value) {
 }
 
 Status Pool::SetPoolProperty(const std::string& prop, const std::string& value) {
-  VS_RETURN_IF_ERROR(ValidatePoolProperty(prop, value));
+  VS_ASSIGN_OR_RETURN(std::string stored, StoredPoolProperty(prop, value));
   VS_RETURN_IF_ERROR(impl_->CheckUsable());
   {
     std::lock_guard l(impl_->mu);
-    impl_->props[prop] = value;
+    impl_->props[prop] = std::move(stored);
     impl_->mos_dirty = true;
   }
   return impl_->Sync();

@@ -62,7 +62,9 @@ struct PoolTuning {
 struct PoolCreateOptions {
   uint32_t ashift = 12;  // allocation unit 2^ashift, 9..16
   bool force = false;    // overwrite vdevs that carry a label of an active/exported pool
-  std::map<std::string, std::string> props;  // pool properties (comment, user:prop)
+  // Pool properties (comment, cachemax, dirtymax, user:prop); stored bounds override
+  // `tuning`'s (memory_bounds.h).
+  std::map<std::string, std::string> props;
   PoolTuning tuning;
 };
 
@@ -180,7 +182,8 @@ class Pool : public std::enable_shared_from_this<Pool> {
   Status InheritProperty(const std::string& dataset, const std::string& prop);
 
   PoolInfo Info();
-  // comment, user props (a:b).
+  // comment, cachemax and dirtymax (taking effect at the next import: memory_bounds.h),
+  // user props (a:b). Synced before it returns.
   Status SetPoolProperty(const std::string& prop, const std::string& value);
 
   PoolImpl* impl() { return impl_.get(); }  // internals for tests and the checker
@@ -199,7 +202,9 @@ std::vector<DiscoveredPool> DiscoverPools(
 // Pool and dataset component names as zfs takes them.
 Status ValidatePoolName(const std::string& name);
 Status ValidateDatasetName(const std::string& name);  // "pool/vol"
-// A settable pool property: comment, or a user property (a:b).
-Status ValidatePoolProperty(const std::string& prop, const std::string& value);
+// A settable pool property (comment, cachemax, dirtymax, a user property a:b) as it is
+// stored: a memory bound in bytes (memory_bounds.h), anything else as given. EINVAL for a
+// property that cannot be set or a value it cannot take.
+Result<std::string> StoredPoolProperty(const std::string& prop, const std::string& value);
 
 }  // namespace volstack::pool

@@ -16,6 +16,7 @@
 #include <random>
 #include <set>
 
+#include "pool/memory_bounds.h"
 #include "pool/pool_impl.h"
 
 namespace volstack::pool {
@@ -100,14 +101,18 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name,
       }
     }
   }
-  for (const auto& [k, v] : options.props) VS_RETURN_IF_ERROR(ValidatePoolProperty(k, v));
+  std::map<std::string, std::string> props;
+  for (const auto& [k, v] : options.props) {
+    VS_ASSIGN_OR_RETURN(props[k], StoredPoolProperty(k, v));
+  }
   auto impl = std::make_unique<PoolImpl>();
   impl->name = name;
   impl->pool_guid = RandomGuid();
   impl->ashift = options.ashift;
   impl->tuning = options.tuning;
+  ApplyMemoryBounds(props, impl->tuning);
   impl->InitBlockCache();
-  impl->props = options.props;
+  impl->props = std::move(props);
   impl->props["creation"] = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
                                                std::chrono::system_clock::now().time_since_epoch())
                                                .count());
@@ -263,7 +268,6 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
   impl->pool_guid = newest->pool_guid;
   impl->ashift = newest->ashift;
   impl->tuning = options.tuning;
-  impl->InitBlockCache();
   impl->vdev_guids = newest->vdev_guids;
   for (size_t i = 0; i < n; i++) {
     impl->vdevs.push_back(
@@ -300,6 +304,10 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
   if (!loaded) {
     return Status::Corruption("pool '" + impl->name + "' cannot be imported: " + last.message());
   }
+  // The cache is sized for the pool's own bound, known once the MOS is read; until then
+  // every read went to the vdevs.
+  ApplyMemoryBounds(impl->props, impl->tuning);
+  impl->InitBlockCache();
   // Importing without the rest of a log would drop flushed writes for good (the replay's
   // commit frees the chain): refuse, having written nothing, so a retry can read it.
   if (const Status& st = impl->zil->claim_error(); !st.ok()) {

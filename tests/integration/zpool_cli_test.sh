@@ -39,11 +39,16 @@ vs zfs set volsize=128M trunk/funk
 vs zfs set sync=always trunk/funk
 vs zfs get -H -o value,source sync trunk/funk | grep -qx $'always\tlocal' || fail "sync=always"
 vs zfs set checksum=sha256 readonly=on trunk/thin
+# The memory bounds are pool properties, stored in bytes and shown as sizes.
+vs zpool get -H -o value,source cachemax,dirtymax trunk | tr '\n' ' ' | grep -qx $'256M\tdefault 64M\tdefault ' || fail "default memory bounds"
+vs zpool set cachemax=1G trunk
+[ "$(vs zpool get -Hp -o value cachemax trunk)" = $((1 << 30)) ] || fail "cachemax set"
+[ "$(vs zpool list -H -o cachemax,dirtymax trunk)" = $'1G\t64M' ] || fail "memory bounds as columns"
 [ "$(vs zfs get -H -o value readonly trunk/thin)" = on ] || fail "readonly"
 
 # Bad input: one line on stderr, a non-zero exit, nothing changed.
 snapshot() {
-  vs zpool list -Hp -o name,size,alloc
+  vs zpool list -Hp -o name,size,alloc,cachemax,dirtymax
   vs zfs list -Hp -o name,used,volsize
   vs zfs get -Hp -o name,property,value readonly,refreservation,sync,user:owner trunk/funk trunk/thin
 }
@@ -81,6 +86,10 @@ expect_fail vs zfs set refreservation=1T trunk/thin; check_error "refreservation
 expect_fail vs zfs set volsize=2G trunk/thin; check_error "grow a read-only volume"
 expect_fail vs zfs set 'Bad:x=1' trunk/funk; check_error "user property name"
 expect_fail vs zpool set comment="$(printf 'x%.0s' {1..40})" trunk; check_error "long comment"
+expect_fail vs zpool set cachemax=1M trunk; check_error "cachemax under 16M"
+expect_fail vs zpool set dirtymax=1E trunk; check_error "dirtymax past 16G"
+expect_fail vs zpool set cachemax=lots trunk; check_error "cachemax not a size"
+expect_fail vs zpool create -o dirtymax=2K other "$T/vdevs/c"; check_error "create with a bad bound"
 expect_fail vs zfs create -s -V 8E trunk/huge8e; check_error "volume over 8E"
 expect_fail vs zfs create -V 16M -o sync=always -o sync=disabled trunk/dup; check_error "-o twice"
 expect_fail vs zfs create -V 16M -o volsize=32M trunk/dup; check_error "-V and -o volsize"
@@ -108,6 +117,7 @@ vs zpool import -d "$T/moved" trunk
 vs zfs list -H -o name | grep -qx trunk/thin || fail "volume lost over export/import"
 [ "$(vs zfs get -Hp -o value volsize trunk/funk)" = $((128 * 1024 * 1024)) ] || fail "volsize lost"
 [ "$(vs zfs get -H -o value user:owner trunk/thin)" = seed ] || fail "user property lost"
+[ "$(vs zpool get -H -o value,source cachemax trunk)" = $'1G\tlocal' ] || fail "cachemax lost"
 
 vs zfs destroy trunk/thin
 vs zfs list -H -o name | grep -q trunk/thin && fail "destroyed volume listed"
