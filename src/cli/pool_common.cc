@@ -91,6 +91,10 @@ Result<std::shared_ptr<pool::Pool>> ImportCachedPool(const Context& ctx, const s
     devs.push_back(*d);
   }
   pool::PoolImportOptions io;
+  // A read-only instance lists or scans (zpool list, lvm2's device scan) and is closed by
+  // the same command: a data cache, whose tables are sized by the pool's cachemax, would
+  // cost it more than all it reads.
+  io.tuning.cache_data = !read_only;
   VS_ASSIGN_OR_RETURN(auto p, pool::Pool::Import(devs, io));
   if (p->guid() != entry->guid) {
     return Status::NotFound("cannot open '" + name + "': the vdevs now hold another pool");

@@ -73,7 +73,10 @@ std::string PoolProp(const pool::PoolInfo& i, const std::string& prop, bool p) {
   }
   if (prop == "readonly") return "off";
   if (prop == "txg") return std::to_string(i.txg);
-  if (pool::IsMemoryBound(prop)) return Bytes(pool::MemoryBound(i.props, prop), p);
+  if (pool::IsMemoryBound(prop)) {
+    const auto stored = pool::StoredBytes(i.props, prop);
+    return Bytes(stored ? *stored : pool::MemoryBound({}, prop), p);
+  }
   if (auto it = i.props.find(prop); it != i.props.end()) return it->second;
   return "-";
 }
@@ -485,7 +488,9 @@ int ZpoolGet(Context& ctx, bool scripted, bool parsable, const std::string& fiel
     auto info = (*p)->Info();
     for (const auto& prop : want) {
       std::string source = "-";
-      if (prop == "comment" || pool::IsMemoryBound(prop) || prop.find(':') != std::string::npos) {
+      if (pool::IsMemoryBound(prop)) {
+        source = pool::StoredBytes(info.props, prop) ? "local" : "default";
+      } else if (prop == "comment" || prop.find(':') != std::string::npos) {
         source = info.props.count(prop) ? "local" : "default";
       } else if (prop == "ashift") {
         source = "local";

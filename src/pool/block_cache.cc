@@ -279,7 +279,7 @@ BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_by
   // costs a cache miss but no TLB miss (docs/bench.md, "Fifth round").
   tables_ =
       MapAligned(table_bytes + counter_bytes + hints * sizeof(*hints_), BlockArena::kHugePage);
-  VS_CHECK(!tables_.empty());
+  if (tables_.empty()) return;  // not usable(): the pool goes without (a limit on memory)
   auto* all_slots = reinterpret_cast<Shard::Slot*>(tables_.data());
   std::uninitialized_value_construct_n(all_slots, kShards * slots);  // all empty
   uint8_t* all_counters = tables_.data() + table_bytes;              // zeroed by the kernel

@@ -509,6 +509,50 @@ TEST(HazardTest, ATreeOfTheWrongShapeIsRefusedAtImport) {
   EXPECT_TRUE(back == p0);
 }
 
+// A refreservation that is not a number (crafted: every checksum right) threw out of the
+// import and ended the process. Import refuses that txg and falls back to the one before;
+// a damaged memory bound in the same MOS is never reached.
+TEST(HazardTest, AReservationThatIsNotANumberIsRefusedAtImport) {
+  auto mem = bdev::MemoryDevice::Create(128 * kMiB);
+  auto pool = CreateTank(mem);
+  VolumeOptions vo;
+  vo.volsize = 1 * kMiB;
+  ASSERT_TRUE(pool->CreateVolume("tank/v", vo).ok());
+  const uint64_t reserved = pool->GetDataset("tank/v")->refreservation;
+  ASSERT_GT(reserved, 0u);
+  ASSERT_TRUE(pool->Export().ok());
+  MosPhys mos = CurrentMos(*pool->impl());
+  mos.datasets[0].props["refreservation"] = "lots";
+  mos.props["cachemax"] = "99999999999999999999999";
+  WriteCraftedMos(*pool->impl(), mos);
+  PoolImportOptions io;
+  io.tuning.sync_thread = false;
+  auto q = Pool::Import({mem}, io);
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ((*q)->GetDataset("tank/v")->refreservation, reserved);
+  EXPECT_EQ((*q)->impl()->synced_txg, pool->impl()->synced_txg);
+}
+
+// A memory bound that is not a number (crafted) is no reason to refuse a pool: the
+// importer's own bound stands.
+TEST(HazardTest, AMemoryBoundThatIsNotANumberLeavesTheImportersOwn) {
+  auto mem = bdev::MemoryDevice::Create(128 * kMiB);
+  auto pool = CreateTank(mem);
+  ASSERT_TRUE(pool->Export().ok());
+  MosPhys mos = CurrentMos(*pool->impl());
+  mos.props["cachemax"] = "-1";
+  mos.props["dirtymax"] = "99999999999999999999999";
+  WriteCraftedMos(*pool->impl(), mos);
+  PoolImportOptions io;
+  io.tuning.sync_thread = false;
+  io.tuning.cache_max_bytes = 48 * kMiB;
+  auto q = Pool::Import({mem}, io);
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ((*q)->impl()->synced_txg, pool->impl()->synced_txg + 1);
+  EXPECT_EQ((*q)->impl()->tuning.cache_max_bytes, 48 * kMiB);
+  EXPECT_EQ((*q)->impl()->tuning.dirty_max_bytes, io.tuning.dirty_max_bytes);
+}
+
 // Two directory entries of one name, the first with a log header, aborted the import in
 // the log replay. Import refuses that txg and falls back to the one before.
 TEST(HazardTest, ADatasetListedTwiceIsRefusedAtImport) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 
 #include "util/size.h"
 
@@ -11,13 +12,44 @@ namespace volstack::pool {
 
 namespace {
 
-constexpr uint64_t kMinBound = 16ull << 20;  // below, a txg or the cache's tables dominate
+// Below 16M a txg or the cache's own tables would be most of the bound.
+constexpr uint64_t kMinBound = 16ull << 20;
+// zfs caps its dirty data at 4G by default; a larger txg only lengthens each commit.
 constexpr uint64_t kMaxDirty = 16ull << 30;
+// When the machine's memory cannot be read: a small machine, so the limits err low.
+constexpr uint64_t kUnknownMemory = 4ull << 30;
 
-uint64_t PhysicalMemory() {
+// This process's cgroup memory limit, if it has one: v2's `memory.max` ("max" or bytes), or
+// v1's `memory.limit_in_bytes` (a huge number when unlimited).
+std::optional<uint64_t> CgroupLimit() {
+  std::ifstream self("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(self, line)) {
+    std::string file;
+    if (line.rfind("0::", 0) == 0) {
+      file = "/sys/fs/cgroup" + line.substr(3) + "/memory.max";
+    } else if (const auto at = line.find(":memory:"); at != std::string::npos) {
+      file = "/sys/fs/cgroup/memory" + line.substr(at + 8) + "/memory.limit_in_bytes";
+    } else {
+      continue;
+    }
+    std::ifstream limit(file);
+    std::string v;
+    uint64_t bytes = 0;
+    if (limit >> v) {
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), bytes);
+      if (ec == std::errc() && end == v.data() + v.size()) return bytes;
+    }
+  }
+  return std::nullopt;
+}
+
+uint64_t MachineMemory() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : kMaxDirty;
+  uint64_t memory = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : kUnknownMemory;
+  if (auto limit = CgroupLimit()) memory = std::min(memory, *limit);
+  return memory;
 }
 
 uint64_t PoolTuning::*Field(const std::string& prop) {
@@ -26,40 +58,45 @@ uint64_t PoolTuning::*Field(const std::string& prop) {
   return nullptr;
 }
 
-uint64_t MaxBound(const std::string& prop) {
-  return prop == "cachemax" ? PhysicalMemory() : kMaxDirty;
-}
-
 }  // namespace
 
 bool IsMemoryBound(const std::string& prop) { return Field(prop) != nullptr; }
 
+uint64_t MaxMemoryBound(const std::string& prop) {
+  const uint64_t memory = MachineMemory();
+  const uint64_t max = prop == "cachemax" ? memory / 2 : std::min(memory / 4, kMaxDirty);
+  return std::max(max, kMinBound);
+}
+
 Result<std::string> StoredMemoryBound(const std::string& prop, const std::string& value) {
   if (!IsMemoryBound(prop)) return Status::InvalidArgument("'" + prop + "' is not a memory bound");
   auto bytes = ParseSize(value);
-  const uint64_t max = MaxBound(prop);
+  const uint64_t max = MaxMemoryBound(prop);
   if (!bytes.ok() || *bytes < kMinBound || *bytes > max) {
     return Status::InvalidArgument("'" + prop + "' must be a size from " +
                                    FormatSizeShort(kMinBound) + " to " + FormatSizeShort(max) +
-                                   ", not '" + value + "'");
+                                   " on this machine, not '" + value + "'");
   }
   return std::to_string(*bytes);
+}
+
+std::optional<uint64_t> StoredBytes(const std::map<std::string, std::string>& props,
+                                    const std::string& prop) {
+  const auto it = props.find(prop);
+  if (it == props.end() || !IsMemoryBound(prop)) return std::nullopt;
+  const auto& s = it->second;
+  uint64_t bytes = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), bytes);
+  if (ec != std::errc() || end != s.data() + s.size() || bytes < kMinBound) return std::nullopt;
+  return bytes;
 }
 
 uint64_t MemoryBound(const std::map<std::string, std::string>& props, const std::string& prop,
                      const PoolTuning& tuning) {
   const auto field = Field(prop);
   if (field == nullptr) return 0;
-  uint64_t stored = 0;
-  const auto it = props.find(prop);
-  if (it != props.end()) {
-    const auto& s = it->second;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), stored);
-    // What StoredMemoryBound did not write (a damaged MOS) leaves the importer's own value.
-    if (ec == std::errc() && end == s.data() + s.size() && stored >= kMinBound) {
-      return std::min(stored, MaxBound(prop));
-    }
-  }
+  // What StoredMemoryBound did not write (a damaged MOS) leaves the importer's own value.
+  if (auto stored = StoredBytes(props, prop)) return std::min(*stored, MaxMemoryBound(prop));
   return tuning.*field;
 }
 

@@ -12,10 +12,17 @@
 // its bound: a new value takes effect at the next import. Each CLI command imports the
 // pools it uses, so only a long-lived holder (the daemon: `volstack down`, `volstack up`)
 // sees the old bound until then.
+//
+// The machine's memory limits both: cachemax at most half of it, dirtymax a quarter (and
+// 16G), so the two together leave a quarter to everything else. "The machine's memory" is
+// the least of its physical memory and this process's cgroup limit: a pool set up on a large
+// host and imported in a small container is held to the container's memory at import, so
+// the cache's tables (about 2 % of cachemax, mapped at import) cannot exhaust it.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "pool/spa.h"
@@ -25,17 +32,24 @@ namespace volstack::pool {
 
 bool IsMemoryBound(const std::string& prop);
 
+// The most `prop` may be on this machine.
+uint64_t MaxMemoryBound(const std::string& prop);
+
 // `value` (a size as zfs takes one: "1G", "512M") as it is stored: bytes, in decimal.
-// EINVAL naming the property for anything else or outside its range (16M up to the
-// machine's memory for cachemax, 16M-16G for dirtymax).
+// EINVAL naming the property for anything else or outside 16M..MaxMemoryBound(prop).
 Result<std::string> StoredMemoryBound(const std::string& prop, const std::string& value);
 
-// The bound in effect: the stored one, or else `tuning`'s (PoolTuning{} for the defaults).
+// The bound `props` hold for `prop`, if it is one StoredMemoryBound could have written on
+// some machine (at least 16M); what zpool get shows.
+std::optional<uint64_t> StoredBytes(const std::map<std::string, std::string>& props,
+                                    const std::string& prop);
+
+// The bound in effect: the stored one held to MaxMemoryBound, or else `tuning`'s
+// (PoolTuning{} for the defaults).
 uint64_t MemoryBound(const std::map<std::string, std::string>& props, const std::string& prop,
                      const PoolTuning& tuning = {});
 
-// Sets `tuning`'s bounds from the stored ones. A cachemax set on a machine with more memory
-// than this one's is held to this machine's memory.
+// Sets `tuning`'s bounds to those in effect (MemoryBound).
 void ApplyMemoryBounds(const std::map<std::string, std::string>& props, PoolTuning& tuning);
 
 }  // namespace volstack::pool

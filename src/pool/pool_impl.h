@@ -109,6 +109,10 @@ class PoolImpl {
     if (tuning.cache_data && tuning.cache_max_bytes >= (uint64_t{1} << 20)) {
       block_cache =
           std::make_unique<BlockCache>(tuning.cache_max_bytes, &cache_bytes, tuning.cache_reserve);
+      if (!block_cache->usable()) {
+        block_cache.reset();  // every data read goes to the vdevs, as with cache_data false
+        return;
+      }
       cache_refill = std::make_unique<CacheRefill>(
           block_cache.get(),
           [this](uint32_t vdev, uint64_t offset, std::span<uint8_t> dst) {

@@ -5,7 +5,9 @@
 // its MOS and every space-map block read back with matching checksums, the space-map
 // replay is consistent (no double allocation, no free of a free extent, everything inside
 // the allocatable range, meta blocks disjoint from it) and every volume's root indirect
-// block reads back. Only metadata is read; data blocks are verified when read.
+// block reads back. Only metadata is read; data blocks are verified when read. The block
+// cache is built once a candidate is accepted, sized by the pool's own memory bounds
+// (memory_bounds.h), which are known only from its MOS; until then reads go to the vdevs.
 //
 // Then the intent logs (zil.h): while building the free space of a candidate, each
 // volume's log chain is walked from the header in its MOS entry and every valid block is
@@ -13,6 +15,7 @@
 // overwrite it). Once a candidate is accepted, the claimed records newer than its txg are
 // replayed into the volumes and committed, which frees the chains.
 #include <algorithm>
+#include <charconv>
 #include <random>
 #include <set>
 
@@ -50,6 +53,12 @@ Status CheckDatasets(const MosPhys& mos, const std::string& pool) {
     }
     if (d.levels != LevelsFor(d.volsize / vbs)) return bad("tree levels do not match volsize");
     if (!d.root.IsHole() && d.root.level != d.levels) return bad("root at the wrong level");
+    if (auto r = d.props.find("refreservation"); r != d.props.end() && r->second != "auto") {
+      uint64_t bytes = 0;
+      const auto& v = r->second;
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), bytes);
+      if (ec != std::errc() || end != v.data() + v.size()) return bad("bad refreservation");
+    }
   }
   return Status::Ok();
 }

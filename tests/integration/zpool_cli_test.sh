@@ -42,8 +42,10 @@ vs zfs set checksum=sha256 readonly=on trunk/thin
 # The memory bounds are pool properties, stored in bytes and shown as sizes.
 vs zpool get -H -o value,source cachemax,dirtymax trunk | tr '\n' ' ' | grep -qx $'256M\tdefault 64M\tdefault ' || fail "default memory bounds"
 vs zpool set cachemax=1G trunk
+vs zpool set dirtymax=32M trunk
+[ "$(vs zpool get -Hp -o value,source dirtymax trunk)" = $'33554432\tlocal' ] || fail "dirtymax set"
 [ "$(vs zpool get -Hp -o value cachemax trunk)" = $((1 << 30)) ] || fail "cachemax set"
-[ "$(vs zpool list -H -o cachemax,dirtymax trunk)" = $'1G\t64M' ] || fail "memory bounds as columns"
+[ "$(vs zpool list -H -o cachemax,dirtymax trunk)" = $'1G\t32M' ] || fail "memory bounds as columns"
 [ "$(vs zfs get -H -o value readonly trunk/thin)" = on ] || fail "readonly"
 
 # Bad input: one line on stderr, a non-zero exit, nothing changed.
