@@ -16,8 +16,8 @@
 namespace volstack::pool {
 
 namespace {
-// An indirect-cache trim that frees this much returns the memory to the kernel.
-constexpr uint64_t kReturnToKernelBytes = 8 << 20;
+// A full indirect cache gives back 1/kTrimShare of the bound at a time (TrimCacheLocked).
+constexpr uint64_t kTrimShare = 32;
 
 // Txgs with at least this much data are checksummed and written by a helper thread and the
 // commit's own thread together.
@@ -206,9 +206,15 @@ void Volume::TrimCacheLocked() {
   const uint64_t max = pool_->tuning.cache_max_bytes;
   // Room for one more block without extras.
   if (pool_->cache_bytes.load() + sizeof(Indirect) + kIndirectOverhead <= max) return;
-  // Down to 7/8 of the bound, so a full cache does not trim on every miss. Hash order is
-  // as good as random here; the L1 block a caller holds stays alive through its shared_ptr.
-  const uint64_t target = max - max / 8;
+  // Down to 31/32 of the bound, so a full cache does not trim on every miss, but no
+  // further: what is freed lies in holes all over the heap, of which malloc_trim returns
+  // only the whole pages (one or two of an 8.5 KiB block), while the block cache takes the
+  // room in memory of its own. The blocks loaded next fill the holes again, as long as
+  // there are not many more holes than they need. pool_bench ThinFill at 100 GiB: peak RSS
+  // growth 378-381 MiB trimming to 7/8, against the bound of 384, and 358-360 MiB at 31/32
+  // (docs/bench.md, "Nineteenth round"). Hash order is as good as random here; the L1 block
+  // a caller holds stays alive through its shared_ptr.
+  const uint64_t target = max - max / kTrimShare;
   uint64_t freed = 0;
   for (auto it = cache_.begin(); it != cache_.end() && pool_->cache_bytes.load() > target;) {
     if (!it->second->dirty && !grown_dirty_.count(it->first)) {
@@ -221,7 +227,7 @@ void Volume::TrimCacheLocked() {
   // The space given up goes to the block cache, whose memory is mapped apart from malloc's
   // (block_arena.h): hand the freed pages back to the kernel, or the process keeps both
   // (pool_bench ThinFill, 50 GiB: peak RSS 547 MiB against the bound of 384 without this).
-  if (freed >= kReturnToKernelBytes) pool_->heap_to_trim = true;
+  if (freed >= max / kTrimShare / 2) pool_->heap_to_trim = true;
 }
 
 Result<std::shared_ptr<Volume::Indirect>> Volume::GetForWriteLocked(uint32_t level,
