@@ -171,10 +171,10 @@ class BlockCache {
              ChunkSource chunk_source = MapFaultedChunk);
   ~BlockCache();
   BlockCache(const BlockCache&) = delete;
+  BlockCache& operator=(const BlockCache&) = delete;
   // false when its tables could not be mapped (a limit on the process's memory): nothing
   // else may then be called, and the owner goes without a cache.
   bool usable() const { return !shards_.empty(); }
-  BlockCache& operator=(const BlockCache&) = delete;
 
   // Keys: a key whose offset or size is not in 512-byte sectors, whose offset is past 8 PiB
   // or whose vdev is past 65,535 is never cached (a slot packs its key: block_cache.cc).

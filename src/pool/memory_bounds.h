@@ -17,7 +17,7 @@
 // 16G), so the two together leave a quarter to everything else. "The machine's memory" is
 // the least of its physical memory and this process's cgroup limit: a pool set up on a large
 // host and imported in a small container is held to the container's memory at import, so
-// the cache's tables (about 2 % of cachemax, mapped at import) cannot exhaust it.
+// the cache's tables (1.8-3.5 % of cachemax, mapped at import) cannot exhaust it.
 #pragma once
 
 #include <cstdint>
