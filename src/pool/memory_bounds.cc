@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <fstream>
 
 #include "util/size.h"
@@ -35,10 +34,8 @@ std::optional<uint64_t> CgroupLimit() {
     }
     std::ifstream limit(file);
     std::string v;
-    uint64_t bytes = 0;
     if (limit >> v) {
-      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), bytes);
-      if (ec == std::errc() && end == v.data() + v.size()) return bytes;
+      if (auto bytes = ParseByteCount(v)) return bytes;
     }
   }
   return std::nullopt;
@@ -84,10 +81,8 @@ std::optional<uint64_t> StoredBytes(const std::map<std::string, std::string>& pr
                                     const std::string& prop) {
   const auto it = props.find(prop);
   if (it == props.end() || !IsMemoryBound(prop)) return std::nullopt;
-  const auto& s = it->second;
-  uint64_t bytes = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), bytes);
-  if (ec != std::errc() || end != s.data() + s.size() || bytes < kMinBound) return std::nullopt;
+  const auto bytes = ParseByteCount(it->second);
+  if (!bytes || *bytes < kMinBound) return std::nullopt;
   return bytes;
 }
 

@@ -15,12 +15,12 @@
 // overwrite it). Once a candidate is accepted, the claimed records newer than its txg are
 // replayed into the volumes and committed, which frees the chains.
 #include <algorithm>
-#include <charconv>
 #include <random>
 #include <set>
 
 #include "pool/memory_bounds.h"
 #include "pool/pool_impl.h"
+#include "util/size.h"
 
 namespace volstack::pool {
 
@@ -53,11 +53,9 @@ Status CheckDatasets(const MosPhys& mos, const std::string& pool) {
     }
     if (d.levels != LevelsFor(d.volsize / vbs)) return bad("tree levels do not match volsize");
     if (!d.root.IsHole() && d.root.level != d.levels) return bad("root at the wrong level");
-    if (auto r = d.props.find("refreservation"); r != d.props.end() && r->second != "auto") {
-      uint64_t bytes = 0;
-      const auto& v = r->second;
-      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), bytes);
-      if (ec != std::errc() || end != v.data() + v.size()) return bad("bad refreservation");
+    if (auto r = d.props.find("refreservation");
+        r != d.props.end() && r->second != "auto" && !ParseByteCount(r->second)) {
+      return bad("bad refreservation");
     }
   }
   return Status::Ok();

@@ -1,6 +1,7 @@
 #include "util/size.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -30,6 +31,14 @@ int ShiftForSuffix(char c) {
   }
 }
 }  // namespace
+
+std::optional<uint64_t> ParseByteCount(std::string_view text) {
+  uint64_t bytes = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, ec] = std::from_chars(text.data(), end, bytes);
+  if (ec != std::errc() || stop != end) return std::nullopt;
+  return bytes;
+}
 
 Result<uint64_t> ParseSize(std::string_view text, uint64_t default_unit) {
   auto bad = [&](const char* why) {

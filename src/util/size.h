@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,10 @@ namespace volstack {
 
 // Parses `text`; EINVAL with a message naming the text when it is not a size, ERANGE past 2^64.
 Result<uint64_t> ParseSize(std::string_view text, uint64_t default_unit = 1);
+
+// A count of bytes as the project stores one (a MOS property, a cgroup limit): decimal digits
+// only, the whole text, below 2^64. Nothing else is a count: no sign, suffix or space.
+std::optional<uint64_t> ParseByteCount(std::string_view text);
 
 // "1.00G", "512K", "3.50M": zfs-style, at most three significant digits.
 std::string FormatSizeShort(uint64_t bytes);

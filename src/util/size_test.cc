@@ -75,6 +75,15 @@ TEST(ParseSizeTest, OverflowIsErange) {
   EXPECT_EQ(Err("99999999999999999999k"), ERANGE);
 }
 
+TEST(ParseByteCountTest, DecimalDigitsOnlyAndBelowTwoToTheSixtyFour) {
+  EXPECT_EQ(ParseByteCount("0"), 0u);
+  EXPECT_EQ(ParseByteCount("16777216"), 16777216u);
+  EXPECT_EQ(ParseByteCount("18446744073709551615"), UINT64_MAX);
+  for (const char* bad : {"", "18446744073709551616", "-1", "+1", " 1", "1 ", "16M", "1.5", "x"}) {
+    EXPECT_EQ(ParseByteCount(bad), std::nullopt) << "'" << bad << "'";
+  }
+}
+
 TEST(FormatSizeShortTest, ThreeSignificantDigits) {
   EXPECT_EQ(FormatSizeShort(0), "0B");
   EXPECT_EQ(FormatSizeShort(1023), "1023B");
