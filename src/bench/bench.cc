@@ -79,6 +79,14 @@ void ApplyQuickDefaults(BenchOptions& o, const QuickOverrides& set) {
   if (!set.repeat) o.repeat = 1;
 }
 
+void ApplySeedParams(BenchOptions& o, const QuickOverrides& set) {
+  if (!set.seconds) o.seconds = 120;
+  if (!set.clients) o.clients = 50;
+  // 50 dbench clients hold about 2 GiB of files at their peak; XFS and the pool need room
+  // beside it.
+  if (!set.size) o.size_bytes = 8ull << 30;
+}
+
 Result<std::vector<std::string>> ParseStackList(const std::string& text) {
   std::vector<std::string> known = AllStackNames();
   std::vector<std::string> out;
@@ -109,14 +117,16 @@ Status ValidateOptions(const BenchOptions& o) {
   if (o.clients < 1 || o.clients > 1024)
     return Status::InvalidArgument("--clients must be 1 to 1024");
   if (o.repeat < 1 || o.repeat > 100) return Status::InvalidArgument("--repeat must be 1 to 100");
-  uint64_t min = o.block ? kMinBlockSize : kMinDbenchSize;
+  if (o.block && o.fio) return Status::InvalidArgument("--block and --fio cannot be combined");
+  uint64_t min = o.block || o.fio ? kMinBlockSize : kMinDbenchSize;
   if (o.size_bytes < min) {
-    return Status::InvalidArgument(fmt::format("--size must be at least {} MiB{}", min / kMiB,
-                                               o.block ? "" : " (XFS and dbench need room)"));
+    return Status::InvalidArgument(
+        fmt::format("--size must be at least {} MiB{}", min / kMiB,
+                    o.block || o.fio ? "" : " (XFS and dbench need room)"));
   }
   // About 21 MB per client at its peak (measured: 214 MB for 10 clients), with room to spare.
   const uint64_t need = 384 * kMiB + static_cast<uint64_t>(o.clients) * 48 * kMiB;
-  if (!o.block && o.size_bytes < need) {
+  if (!o.block && !o.fio && o.size_bytes < need) {
     return Status::InvalidArgument(
         fmt::format("--size must be at least {} MiB for {} clients", need / kMiB, o.clients));
   }
@@ -154,8 +164,14 @@ int RunBench(BenchOptions options) {
   report.started_at = UtcTimestamp();
   report.machine = DescribeMachine();
   BenchConfig& c = report.config;
-  c.mode = options.block ? "block" : "dbench";
-  if (!options.block) {
+  c.mode = options.block ? "block" : options.fio ? "fio" : "dbench";
+  if (options.fio) {
+    if (Status usable = ctx.env.FioUsable(); !usable.ok()) {
+      progress.Clear();
+      std::fprintf(stderr, "volstack bench: --fio: %s\n", usable.message().c_str());
+      return 2;
+    }
+  } else if (!options.block) {
     if (Status usable = ctx.env.DbenchUsable(); !usable.ok()) {
       progress.Clear();
       std::fprintf(stderr,
@@ -166,8 +182,8 @@ int RunBench(BenchOptions options) {
       c.fallback_reason = usable.message();
     }
   }
-  if (c.mode == "block") {
-    // --time is per stack: the block workload splits it over its four phases.
+  if (c.phased()) {
+    // --time is per stack: the block workload and fio split it over their four phases.
     ctx.options.seconds = std::max(1, options.seconds / 4);
   }
   c.seconds = ctx.options.seconds;

@@ -13,6 +13,9 @@
 // sampling the serving volstack processes' CPU and peak RSS, tear down in reverse → print
 // the tables → write report.json, report.md, report.svg.
 //
+// With --fio, each stack's loop device gets fio's phases instead of XFS and dbench
+// (fio_workload.h): the small random I/O a program sees through the kernel.
+//
 // Without root, loop devices or dbench, it says so in one line and runs the in-process block
 // workload instead (`--block`, block_driver.cc): the same stacks built as BlockDevices in this
 // process, with fio-like 4 KiB random and 1 MiB sequential phases.
@@ -43,6 +46,7 @@ struct BenchOptions {
   std::string output;  // empty: <dir>/volstack-bench-results/<timestamp>
   bool quick = false;
   bool block = false;
+  bool fio = false;  // fio's 4 KiB and 1 MiB phases on each stack's loop device, not dbench
   int verbose = 0;
   std::string volstack = "/proc/self/exe";  // the binary stacks are built with
   std::string version;                      // volstack's, for the report
@@ -54,6 +58,9 @@ struct QuickOverrides {
   bool seconds = false, clients = false, size = false, repeat = false;
 };
 void ApplyQuickDefaults(BenchOptions& options, const QuickOverrides& explicitly_set);
+// The seed's own dbench parameters (50 clients, 120 s, a store large enough for them), applied
+// to fields the user did not set.
+void ApplySeedParams(BenchOptions& options, const QuickOverrides& explicitly_set);
 
 // Checks options: EINVAL with one line naming the bad one (unknown stack, size too small for
 // XFS, ...). Nothing is created.

@@ -9,6 +9,7 @@
 
 #include "bench/bench_internal.h"
 #include "bench/cancel.h"
+#include "bench/fio_workload.h"
 #include "bench/stack_builder.h"
 #include "bench/stack_steps.h"
 #include "bench/subprocess.h"
@@ -106,6 +107,24 @@ DbenchRun RunOnce(BenchContext& ctx, const StackBuilder& builder, int repeat, co
     run.device = device;
     run.sector_size = LogicalSectorSize(device);
     VS_RETURN_IF_ERROR(CheckCancelled());
+    if (ctx.options.fio) {
+      run.setup_seconds = SecondsSince(t0);
+      FioOptions fio;
+      fio.device = device;
+      fio.seconds = ctx.options.seconds;
+      fio.serving_pids = sr.serving_pids;
+      fio.on_phase = [&](const std::string& phase, int phases_after) {
+        rp.progress->Update(
+            fmt::format(
+                "volstack bench: {}: fio {} (about {} in all)", rp.prefix, phase,
+                FormatDuration((phases_after + 1) * ctx.options.seconds + rp.seconds_after)),
+            true);
+      };
+      const auto t1 = Clock::now();
+      VS_ASSIGN_OR_RETURN(run.fio_workloads, RunFioPhases(fio));
+      run.run_seconds = SecondsSince(t1);
+      return Status::Ok();
+    }
     rp.progress->Update(fmt::format("volstack bench: {}: mkfs.xfs {}", rp.prefix, device), true);
     VS_RETURN_IF_ERROR(MakeXfs(sr, device));
     VS_ASSIGN_OR_RETURN(std::string mnt, MountXfs(sr, device, "mnt"));
@@ -173,7 +192,7 @@ void RunDbenchStacks(BenchContext& ctx, BenchReport& report) {
     for (size_t i = 0; i < chosen.size() && !CancelRequested(); ++i) {
       if (!active[i]) continue;
       StackReport& s = report.stacks[i];
-      double per_run = done > 0 ? spent / done : o.seconds + 20.0;
+      double per_run = done > 0 ? spent / done : (o.fio ? 4 : 1) * o.seconds + 20.0;
       RunProgress rp{
           ctx.progress,
           fmt::format("[{}/{}] {}, repeat {}/{}", done + 1, planned, s.name, repeat, o.repeat),
@@ -196,22 +215,30 @@ void RunDbenchStacks(BenchContext& ctx, BenchReport& report) {
           planned -= o.repeat - 1;
         }
       }
-      s.runs.push_back(std::move(run));
+      if (o.fio) {
+        s.block_runs.push_back(BlockRun{run.repeat, run.ok, run.error, std::move(run.fio_workloads),
+                                        run.setup_seconds});
+      } else {
+        s.runs.push_back(std::move(run));
+      }
     }
   }
   ctx.progress->Clear();
   for (auto& s : report.stacks) {
     if (s.status != StackStatus::kOk) continue;
-    if (s.runs.empty()) {
+    std::vector<std::pair<bool, const std::string*>> outcomes;  // ok, error
+    for (const auto& run : s.runs) outcomes.emplace_back(run.ok, &run.error);
+    for (const auto& run : s.block_runs) outcomes.emplace_back(run.ok, &run.error);
+    if (outcomes.empty()) {
       s.status = StackStatus::kFailed;
       s.reason = "not run: interrupted";
       continue;
     }
     bool any_ok = false;
-    for (const auto& run : s.runs) any_ok = any_ok || run.ok;
+    for (const auto& [ok, error] : outcomes) any_ok = any_ok || ok;
     if (!any_ok) {
       s.status = StackStatus::kFailed;
-      s.reason = s.runs.front().error;
+      s.reason = *outcomes.front().second;
     }
   }
 }

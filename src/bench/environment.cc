@@ -15,6 +15,7 @@ Environment Environment::Probe(const std::string& volstack) {
   env.dbench = ProgramExists("dbench");
   env.mkfs_xfs = ProgramExists("mkfs.xfs");
   env.losetup = ProgramExists("losetup");
+  env.fio = ProgramExists("fio");
   if (access(kDefaultLoadfile, R_OK) == 0) env.loadfile = kDefaultLoadfile;
   if (env.dbench) {
     CommandOptions quick;
@@ -46,6 +47,14 @@ Status Environment::DbenchUsable() const {
   if (loadfile.empty()) {
     return Status::NotSupported(std::string("no dbench loadfile ") + kDefaultLoadfile);
   }
+  return Status::Ok();
+}
+
+Status Environment::FioUsable() const {
+  if (!root) return Status::NotSupported("not running as root (loop devices need it)");
+  if (!loop_devices) return Status::NotSupported("no loop devices (/dev/loop-control)");
+  if (!losetup) return Status::NotSupported("no losetup (apt-get install util-linux)");
+  if (!fio) return Status::NotSupported("no fio (apt-get install fio)");
   return Status::Ok();
 }
 

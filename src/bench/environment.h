@@ -22,6 +22,7 @@ struct Environment {
   bool dbench = false;
   bool mkfs_xfs = false;
   bool losetup = false;
+  bool fio = false;
   std::string loadfile;         // dbench's loadfile, when it exists
   std::string dbench_version;   // "dbench version 4.00"
   std::set<std::string> verbs;  // implemented volstack verbs among those the stacks use
@@ -31,6 +32,8 @@ struct Environment {
 
   // OK when dbench can run on kernel stacks here; otherwise the one-line reason.
   Status DbenchUsable() const;
+  // OK when fio can run on kernel stacks here; otherwise the one-line reason.
+  Status FioUsable() const;
   // OK when every verb is implemented; otherwise "volstack <verb> is not implemented yet".
   Status NeedVerbs(std::initializer_list<const char*> verbs) const;
   bool HasVerb(const std::string& verb) const { return verbs.count(verb) > 0; }

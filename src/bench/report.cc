@@ -143,7 +143,7 @@ std::vector<BlockComparison> CompareBlock(const BenchReport& report) {
     BlockComparison c;
     c.stack = s.name;
     c.workload = workload;
-    std::vector<double> iops, mbs, p50, p99;
+    std::vector<double> iops, mbs, p50, p99, cpu;
     for (const auto& run : s.block_runs) {
       if (!run.ok) continue;
       for (const auto& w : run.workloads) {
@@ -152,12 +152,16 @@ std::vector<BlockComparison> CompareBlock(const BenchReport& report) {
         mbs.push_back(w.mb_s);
         p50.push_back(w.p50_us);
         p99.push_back(w.p99_us);
+        if (w.volstack_cpu_seconds && w.bytes > 0) {
+          cpu.push_back(*w.volstack_cpu_seconds / (static_cast<double>(w.bytes) / (1ull << 30)));
+        }
       }
     }
     c.iops = Summarize(iops);
     c.mb_s = Summarize(mbs);
     c.p50_us = Summarize(p50);
     c.p99_us = Summarize(p99);
+    c.cpu_s_per_gib = Summarize(cpu);
     return c;
   };
   for (const auto& workload : workloads) {
@@ -192,18 +196,18 @@ std::string FormatComparisonTable(const BenchReport& report) {
   auto num = [](const std::optional<Summary>& s, const char* f) {
     return s ? fmt::format(fmt::runtime(f), s->median) : std::string("-");
   };
-  if (report.config.mode == "block") {
-    out += fmt::format(
-        "In-process block workload: {} threads, {} s per workload, median of {} (MB = 10^6 "
-        "bytes)\n",
-        report.config.clients, report.config.seconds, report.config.repeat);
-    out += fmt::format(" {:<22} {:<14} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10}\n", "Stack",
-                       "Workload", "IOPS", "MB/sec", "vs zvol", "vs file", "p50 us", "p99 us");
+  if (report.config.phased()) {
+    out += fmt::format("{}, median of {} (MB = 10^6 bytes)\n",
+                       PhasedWorkloadDescription(report.config), report.config.repeat);
+    out += fmt::format(" {:<22} {:<14} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>9}\n", "Stack",
+                       "Workload", "IOPS", "MB/sec", "vs zvol", "vs file", "p50 us", "p99 us",
+                       "CPU s/GiB");
     for (const auto& r : CompareBlock(report)) {
-      out += fmt::format(" {:<22} {:<14} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10}\n", r.stack,
+      out += fmt::format(" {:<22} {:<14} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>9}\n", r.stack,
                          r.workload, num(r.iops, "{:.0f}"), num(r.mb_s, "{:.1f}"),
                          FormatRatio(r.mb_s_vs_zvol), FormatRatio(r.mb_s_vs_file),
-                         num(r.p50_us, "{:.1f}"), num(r.p99_us, "{:.1f}"));
+                         num(r.p50_us, "{:.1f}"), num(r.p99_us, "{:.1f}"),
+                         num(r.cpu_s_per_gib, "{:.2f}"));
     }
   } else {
     out += fmt::format(
@@ -233,13 +237,24 @@ std::string FormatComparisonTable(const BenchReport& report) {
           num(r.cpu_seconds, "{:.2f}"));
     }
   }
-  if (report.config.mode == "block") {  // the dbench rows already name these
+  if (report.config.phased()) {  // the dbench rows already name these
     for (const auto& s : report.stacks) {
       if (s.status == StackStatus::kOk) continue;
       out += fmt::format(" {:<22} {}: {}\n", s.name, StackStatusName(s.status), s.reason);
     }
   }
   return out;
+}
+
+std::string PhasedWorkloadDescription(const BenchConfig& c) {
+  if (c.mode == "fio") {
+    return fmt::format(
+        "fio (libaio, O_DIRECT, queue depth 32 for 4 KiB, 8 for 1 MiB) on each stack's loop "
+        "device, {} s per phase",
+        c.seconds);
+  }
+  return fmt::format("In-process block workload, {} threads, {} s per workload", c.clients,
+                     c.seconds);
 }
 
 Status WriteReportFiles(const BenchReport& report, const std::string& dir) {

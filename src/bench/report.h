@@ -28,20 +28,7 @@ struct VolstackUsage {
   double cpu_seconds = 0;
 };
 
-struct DbenchRun {
-  int repeat = 0;  // 1-based
-  bool ok = false;
-  std::string error;  // when !ok
-  DbenchResult result;
-  VolstackUsage usage;
-  std::string device;        // what mkfs.xfs ran on, e.g. "/dev/loop3"
-  uint32_t sector_size = 0;  // its logical sector size
-  double setup_seconds = 0;
-  double run_seconds = 0;
-  double teardown_seconds = 0;
-};
-
-// One timed phase of the in-process block workload.
+// One timed phase of the in-process block workload, or of fio in fio mode.
 struct BlockWorkloadResult {
   std::string name;  // "randread-4k", "randwrite-4k", "seqread-1m", "seqwrite-1m"
   uint64_t ops = 0;
@@ -53,6 +40,22 @@ struct BlockWorkloadResult {
   double p99_us = 0;
   double p999_us = 0;
   double max_us = 0;
+  // fio mode: CPU seconds the stack's volstack processes spent during the phase.
+  std::optional<double> volstack_cpu_seconds;
+};
+
+struct DbenchRun {
+  int repeat = 0;  // 1-based
+  bool ok = false;
+  std::string error;  // when !ok
+  DbenchResult result;
+  VolstackUsage usage;
+  std::string device;        // what mkfs.xfs ran on, e.g. "/dev/loop3"
+  uint32_t sector_size = 0;  // its logical sector size
+  double setup_seconds = 0;
+  double run_seconds = 0;
+  double teardown_seconds = 0;
+  std::vector<BlockWorkloadResult> fio_workloads;  // fio mode, instead of `result`
 };
 
 struct BlockRun {
@@ -73,7 +76,8 @@ struct StackReport {
 };
 
 struct BenchConfig {
-  std::string mode = "dbench";  // or "block"
+  std::string mode = "dbench";  // "block" or "fio": the block workload's phases, tables
+  bool phased() const { return mode != "dbench"; }
   int seconds = 20;
   int clients = 10;
   int repeat = 3;
@@ -133,6 +137,7 @@ struct BlockComparison {
   std::optional<Summary> p50_us;
   std::optional<Summary> p99_us;
   std::optional<double> mb_s_vs_zvol, mb_s_vs_file;
+  std::optional<Summary> cpu_s_per_gib;  // fio mode: volstack's CPU seconds per GiB moved
 };
 std::vector<BlockComparison> CompareBlock(const BenchReport& report);
 
@@ -150,6 +155,10 @@ std::string ReportToSvg(const BenchReport& report);
 
 // Writes report.json, report.md and report.svg into `dir` (created if missing).
 Status WriteReportFiles(const BenchReport& report, const std::string& dir);
+
+// What a block or fio mode bench ran, in a phrase: "fio (libaio, O_DIRECT, queue depth 32 for
+// 4 KiB, 8 for 1 MiB) on each stack's loop device, 5 s per phase".
+std::string PhasedWorkloadDescription(const BenchConfig& config);
 
 // "1.00" style ratio text, "-" when absent.
 std::string FormatRatio(std::optional<double> ratio);

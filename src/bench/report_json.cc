@@ -110,7 +110,7 @@ std::string ReportToJson(const BenchReport& r) {
   }
   j["stacks"] = stacks;
   json comparison = json::array();
-  if (c.mode == "block") {
+  if (c.phased()) {
     for (const auto& row : CompareBlock(r)) {
       comparison.push_back({{"stack", row.stack},
                             {"workload", row.workload},
@@ -119,7 +119,8 @@ std::string ReportToJson(const BenchReport& r) {
                             {"p50_us", SummaryJson(row.p50_us)},
                             {"p99_us", SummaryJson(row.p99_us)},
                             {"mb_s_vs_zvol", Opt(row.mb_s_vs_zvol)},
-                            {"mb_s_vs_file", Opt(row.mb_s_vs_file)}});
+                            {"mb_s_vs_file", Opt(row.mb_s_vs_file)},
+                            {"volstack_cpu_s_per_gib", SummaryJson(row.cpu_s_per_gib)}});
     }
   } else {
     for (const auto& row : CompareDbench(r)) {

@@ -25,11 +25,9 @@ void Header(const BenchReport& r, std::string& out) {
   out +=
       fmt::format("- Machine: {}, {} CPUs ({}), {:.1f} GiB RAM\n", r.machine.kernel, r.machine.cpus,
                   r.machine.cpu_model, static_cast<double>(r.machine.memory_bytes) / (1ull << 30));
-  if (c.mode == "block") {
-    out += fmt::format(
-        "- Workload: in-process block I/O, {} threads, {} s per workload, {} repeat(s), "
-        "{} MiB devices\n",
-        c.clients, c.seconds, c.repeat, c.size_bytes >> 20);
+  if (c.phased()) {
+    out += fmt::format("- Workload: {}, {} repeat(s), {} MiB devices\n",
+                       PhasedWorkloadDescription(c), c.repeat, c.size_bytes >> 20);
     if (!c.fallback_reason.empty()) {
       out += fmt::format("- dbench could not run: {}\n", c.fallback_reason);
     }
@@ -114,13 +112,13 @@ void BlockBody(const BenchReport& r, std::string& out) {
   out +=
       "## Comparison\n\nMedians over repeats; MB/s is 10^6 bytes per second; latencies in "
       "microseconds.\n\n";
-  out += "| Stack | Workload | IOPS | MB/s | vs zvol | vs file | p50 us | p99 us |\n";
-  out += "|---|---|--:|--:|--:|--:|--:|--:|\n";
+  out += "| Stack | Workload | IOPS | MB/s | vs zvol | vs file | p50 us | p99 us | CPU s/GiB |\n";
+  out += "|---|---|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const auto& c : CompareBlock(r)) {
-    out +=
-        fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", c.stack, c.workload,
-                    Num(c.iops, "{:.0f}"), Num(c.mb_s, "{:.1f}"), FormatRatio(c.mb_s_vs_zvol),
-                    FormatRatio(c.mb_s_vs_file), Num(c.p50_us, "{:.1f}"), Num(c.p99_us, "{:.1f}"));
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", c.stack, c.workload,
+                       Num(c.iops, "{:.0f}"), Num(c.mb_s, "{:.1f}"), FormatRatio(c.mb_s_vs_zvol),
+                       FormatRatio(c.mb_s_vs_file), Num(c.p50_us, "{:.1f}"),
+                       Num(c.p99_us, "{:.1f}"), Num(c.cpu_s_per_gib, "{:.2f}"));
   }
   out += "\n";
   for (const auto& s : r.stacks) {
@@ -152,7 +150,7 @@ void BlockBody(const BenchReport& r, std::string& out) {
 std::string ReportToMarkdown(const BenchReport& r) {
   std::string out;
   Header(r, out);
-  if (r.config.mode == "block") {
+  if (r.config.phased()) {
     BlockBody(r, out);
   } else {
     DbenchBody(r, out);

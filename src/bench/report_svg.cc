@@ -33,9 +33,8 @@ std::string ReportToSvg(const BenchReport& r) {
   const BenchConfig& c = r.config;
   std::vector<BarPanel> panels;
   std::string subtitle;
-  if (c.mode == "block") {
-    subtitle = fmt::format("in-process block workload, {} threads, {} s per workload, median of {}",
-                           c.clients, c.seconds, c.repeat);
+  if (c.phased()) {
+    subtitle = fmt::format("{}, median of {}", PhasedWorkloadDescription(c), c.repeat);
     BarPanel p{"Throughput (MB/s, 10^6 bytes)", "MB/s", {}, {}};
     std::vector<BlockComparison> rows = CompareBlock(r);
     for (const auto& row : rows) {

@@ -179,6 +179,28 @@ TEST(ReportTest, SvgIsWellFormedAndEscaped) {
 
 TEST(ReportTest, XmlEscape) { EXPECT_EQ(XmlEscape("a<b>&\"c"), "a&lt;b&gt;&amp;&quot;c"); }
 
+TEST(ReportTest, FioModeReportsCpuSecondsPerGibMoved) {
+  BenchReport r;
+  r.config.mode = "fio";
+  StackReport zvol{"zvol", "z", StackStatus::kOk, "", {}, {}};
+  for (double cpu : {2.0, 4.0, 3.0}) {
+    BlockRun run;
+    run.ok = true;
+    run.workloads = {{"randwrite-4k", 1, 2ull << 30, 1.0, 1, 1, 1, 1, 1, 1, cpu}};
+    zvol.block_runs.push_back(run);
+  }
+  r.stacks = {zvol};
+  auto rows = CompareBlock(r);
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_TRUE(rows[0].cpu_s_per_gib.has_value());
+  EXPECT_DOUBLE_EQ(rows[0].cpu_s_per_gib->median, 1.5);  // 3 s for 2 GiB
+  std::string table = FormatComparisonTable(r);
+  EXPECT_NE(table.find("fio (libaio"), std::string::npos) << table;
+  EXPECT_NE(table.find("CPU s/GiB"), std::string::npos) << table;
+  EXPECT_NE(table.find("1.50"), std::string::npos) << table;
+  EXPECT_NE(ReportToMarkdown(r).find("CPU s/GiB"), std::string::npos);
+}
+
 TEST(ReportTest, BlockModeComparison) {
   BenchReport r;
   r.config.mode = "block";
@@ -188,8 +210,8 @@ TEST(ReportTest, BlockModeComparison) {
     BlockRun run;
     run.repeat = i;
     run.ok = true;
-    run.workloads = {{"randread-4k", 1000, 4096000, 1.0, 1000.0 * i, 4.096 * i, 10, 20, 30, 40},
-                     {"seqwrite-1m", 10, 10 << 20, 1.0, 10, 10.0 * i, 100, 200, 300, 400}};
+    run.workloads = {{"randread-4k", 1000, 4096000, 1.0, 1000.0 * i, 4.096 * i, 10, 20, 30, 40, {}},
+                     {"seqwrite-1m", 10, 10 << 20, 1.0, 10, 10.0 * i, 100, 200, 300, 400, {}}};
     file.block_runs.push_back(run);
   }
   r.stacks = {file, zvol};

@@ -19,6 +19,7 @@ struct BenchArgs {
   CLI::Option* clients = nullptr;
   CLI::Option* size_option = nullptr;
   CLI::Option* repeat = nullptr;
+  bool seed_params = false;
 };
 
 }  // namespace
@@ -34,7 +35,14 @@ void RegisterBenchVerbs(CLI::App& app, Context& ctx) {
         set.clients = args->clients->count() > 0;
         set.size = args->size_option->count() > 0;
         set.repeat = args->repeat->count() > 0;
+        if (o.quick && args->seed_params) {
+          return ReportUsage("bench: --quick and --seed-params cannot be combined");
+        }
         bench::ApplyQuickDefaults(o, set);
+        if (args->seed_params) {
+          bench::ApplySeedParams(o, set);
+          if (!set.size) args->size = "8G";
+        }
         if (o.quick && !set.size) args->size = "1G";
         auto size = ParseSize(args->size);
         if (!size.ok()) return ReportUsage("bench: --size: " + size.status().message());
@@ -68,6 +76,11 @@ void RegisterBenchVerbs(CLI::App& app, Context& ctx) {
   verb->add_flag("--quick", o.quick, "The demo: 5 s per stack, 1 repeat, 1 GiB stores, 4 clients");
   verb->add_flag("--block", o.block,
                  "In-process block workload instead of dbench (no root, loop or dbench needed)");
+  verb->add_flag("--fio", o.fio,
+                 "fio's 4 KiB random and 1 MiB sequential phases on each stack's loop device "
+                 "instead of dbench (--time is split over the four phases)");
+  verb->add_flag("--seed-params", args->seed_params,
+                 "The seed's own dbench run: 50 clients, 120 s, 8 GiB stores");
   args->time = time;
   args->clients = clients;
   args->size_option = size;

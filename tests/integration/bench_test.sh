@@ -5,7 +5,8 @@
 #      parses, in which every requested stack either ran (at least one run with a parsed
 #      dbench table) or is "unavailable" because a volstack verb it needs is not implemented
 #      yet; a stack that fails is a test failure. Speed is never asserted;
-#   3. --block runs the in-process workload and reports all four phases;
+#   3. --block runs the in-process workload and reports all four phases; --fio runs fio's
+#      four phases on the file and zvol stacks' loop devices and reports the zvol's CPU;
 #   4. Ctrl-C (SIGINT) in the middle of a run stops dbench, tears the stack down (no loop
 #      device, mount or process left behind) and still writes a report marked interrupted.
 # Set VOLSTACK_LONG=1 for a longer run (10 s per stack, 2 repeats).
@@ -98,6 +99,27 @@ phases=$(json "$T/block/report.json" \
   "','.join(w['name'] for w in r['stacks'][0]['runs'][0]['workloads'])")
 [ "$phases" = "seqwrite-1m,randwrite-4k,seqread-1m,randread-4k" ] || fail "--block phases: $phases"
 no_leftovers
+
+echo "== 3b. --fio on the kernel stacks"
+if command -v fio >/dev/null; then
+  vs bench --fio --time 4 --size 64M --stacks file,zvol --repeat 1 \
+    --dir "$T" --output "$T/fio" >"$T/fio.out"
+  [ "$(json "$T/fio/report.json" "r['config']['mode']")" = fio ] || fail "--fio: wrong mode"
+  for s in file zvol; do
+    phases=$(json "$T/fio/report.json" \
+      "','.join(w['name'] for x in r['stacks'] if x['name']=='$s' for w in x['runs'][0]['workloads'] if w['iops'] > 0)")
+    [ "$phases" = "randwrite-4k,randread-4k,seqwrite-1m,seqread-1m" ] || fail "--fio $s phases: $phases"
+  done
+  # The zvol's FUSE server is volstack's: its CPU per GiB is reported; the file's has none.
+  cpu=$(json "$T/fio/report.json" \
+    "[c['volstack_cpu_s_per_gib'] is not None for c in r['comparison'] if c['stack']=='zvol']")
+  [ "$cpu" = "[True, True, True, True]" ] || fail "--fio: zvol CPU per GiB: $cpu"
+  grep -q "CPU s/GiB" "$T/fio.out" || fail "--fio: no CPU column printed"
+  no_leftovers
+  expect_fail vs bench --fio --block --dir "$T/bad"
+else
+  echo "  (fio missing: --fio not tried)"
+fi
 
 echo "== 4. Ctrl-C tears everything down"
 "$VOLSTACK" bench --time 60 --clients 2 --size 512M --stacks file --dir "$T" --output "$T/int" \
