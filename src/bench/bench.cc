@@ -14,6 +14,7 @@
 
 #include "bench/bench_internal.h"
 #include "bench/cancel.h"
+#include "bench/fio_workload.h"
 #include "bench/stack_builder.h"
 #include "util/file_util.h"
 
@@ -183,8 +184,9 @@ int RunBench(BenchOptions options) {
     }
   }
   if (c.phased()) {
-    // --time is per stack: the block workload and fio split it over their four phases.
-    ctx.options.seconds = std::max(1, options.seconds / 4);
+    // --time is per stack: the block workload and fio split it over their timed phases.
+    const int phases = c.mode == "fio" ? static_cast<int>(FioPhases().size()) : 4;
+    ctx.options.seconds = std::max(1, options.seconds / phases);
   }
   c.seconds = ctx.options.seconds;
   c.clients = options.clients;

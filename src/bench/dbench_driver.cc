@@ -192,7 +192,9 @@ void RunDbenchStacks(BenchContext& ctx, BenchReport& report) {
     for (size_t i = 0; i < chosen.size() && !CancelRequested(); ++i) {
       if (!active[i]) continue;
       StackReport& s = report.stacks[i];
-      double per_run = done > 0 ? spent / done : (o.fio ? 4 : 1) * o.seconds + 20.0;
+      double per_run = done > 0
+                           ? spent / done
+                           : static_cast<double>(o.fio ? FioPhases().size() : 1) * o.seconds + 20.0;
       RunProgress rp{
           ctx.progress,
           fmt::format("[{}/{}] {}, repeat {}/{}", done + 1, planned, s.name, repeat, o.repeat),

@@ -54,6 +54,19 @@ TEST(FioWorkloadTest, ParsesTheWriteSectionOfAWritePhase) {
   EXPECT_FALSE(r->volstack_cpu_seconds.has_value());
 }
 
+TEST(FioWorkloadTest, OnlyTheJobNamedAfterThePhaseIsReported) {
+  constexpr const char* kTwoJobs = R"({"jobs": [
+    {"jobname": "writer", "read": {"total_ios": 0},
+     "write": {"total_ios": 50, "io_bytes": 52428800, "runtime": 1000, "iops": 50.0}},
+    {"jobname": "randread-4k-under-seqwrite",
+     "read": {"total_ios": 700, "io_bytes": 2867200, "runtime": 1000, "iops": 700.0},
+     "write": {"total_ios": 0}}]})";
+  auto r = ParseFioJson(kTwoJobs, Phase("randread-4k-under-seqwrite"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(r->iops, 700.0);
+  EXPECT_FALSE(ParseFioJson(kTwoJobs, Phase("randread-4k")).ok());
+}
+
 TEST(FioWorkloadTest, AReadPhaseWithNoReadsIsCorruptionNotZero) {
   auto r = ParseFioJson(kRandWrite, Phase("randread-4k"));
   ASSERT_FALSE(r.ok());
@@ -72,8 +85,8 @@ TEST(FioWorkloadTest, TextThatIsNotFiosReportIsCorruption) {
 TEST(FioWorkloadTest, PhasesWriteBeforeTheyReadAndUseTheBlockWorkloadsNames) {
   std::vector<std::string> names;
   for (const auto& p : FioPhases()) names.push_back(p.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"randwrite-4k", "randread-4k", "seqwrite-1m", "seqread-1m"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"randwrite-4k", "randread-4k", "seqwrite-1m",
+                                             "seqread-1m", "randread-4k-under-seqwrite"}));
 }
 
 }  // namespace

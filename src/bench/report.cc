@@ -199,11 +199,11 @@ std::string FormatComparisonTable(const BenchReport& report) {
   if (report.config.phased()) {
     out += fmt::format("{}, median of {} (MB = 10^6 bytes)\n",
                        PhasedWorkloadDescription(report.config), report.config.repeat);
-    out += fmt::format(" {:<22} {:<14} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>9}\n", "Stack",
+    out += fmt::format(" {:<22} {:<26} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>9}\n", "Stack",
                        "Workload", "IOPS", "MB/sec", "vs zvol", "vs file", "p50 us", "p99 us",
                        "CPU s/GiB");
     for (const auto& r : CompareBlock(report)) {
-      out += fmt::format(" {:<22} {:<14} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>9}\n", r.stack,
+      out += fmt::format(" {:<22} {:<26} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>9}\n", r.stack,
                          r.workload, num(r.iops, "{:.0f}"), num(r.mb_s, "{:.1f}"),
                          FormatRatio(r.mb_s_vs_zvol), FormatRatio(r.mb_s_vs_file),
                          num(r.p50_us, "{:.1f}"), num(r.p99_us, "{:.1f}"),

@@ -78,7 +78,7 @@ void RegisterBenchVerbs(CLI::App& app, Context& ctx) {
                  "In-process block workload instead of dbench (no root, loop or dbench needed)");
   verb->add_flag("--fio", o.fio,
                  "fio's 4 KiB random and 1 MiB sequential phases on each stack's loop device "
-                 "instead of dbench (--time is split over the four phases)");
+                 "instead of dbench (--time is split over its five phases)");
   verb->add_flag("--seed-params", args->seed_params,
                  "The seed's own dbench run: 50 clients, 120 s, 8 GiB stores");
   args->time = time;
