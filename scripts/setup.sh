@@ -20,8 +20,9 @@ packages=(
   cmake g++ make pkg-config clang-format
   libfuse3-dev liburing-dev libxxhash-dev liblz4-dev libzstd-dev libssl-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libgnutls28-dev libnbd-dev
   # real programs the integration tests and the bench drive
-  fuse3 lvm2 util-linux xfsprogs dbench nbdkit libnbd-bin qemu-utils fio
+  fuse3 lvm2 util-linux xfsprogs dbench nbdkit libnbd-bin qemu-utils fio gnutls-bin
 )
 
 missing=()

@@ -1,4 +1,6 @@
-// volstack nbd serve [--socket PATH | --bind 127.0.0.1:PORT] [-r] [--foreground] NAME...
+// volstack nbd serve [--socket PATH | --bind HOST:PORT] [-r] [--foreground]
+//                    [--tls=off|on|require] [--tls-psk FILE | --tls-certificates DIR]
+//                    [--max-connections N] [--handshake-limit SECONDS] NAME...
 // volstack nbd stop (-a | LISTENER...)
 // volstack nbd list
 //
@@ -12,6 +14,10 @@
 // unless --foreground), recorded nowhere; `stop` and `list` work on the records only.
 // Export name = device name, or NAME of NAME=PATH. Default: the Unix socket
 // <state_dir>/nbd.sock.
+//
+// A TCP listener serves only over TLS (STARTTLS with a PSK file in psktool's format or an
+// X.509 directory, as nbdkit) unless --tls=off says plaintext on purpose; a Unix socket
+// (mode 0600) defaults to off. The TLS and limit settings are recorded with the listener.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -34,16 +40,25 @@ struct NbdArgs {
   bool read_only = false;
   bool foreground = false;
   unsigned threads = 8;
+  std::string tls;
+  std::string tls_psk;
+  std::string tls_certificates;
+  uint64_t max_connections = 64;
+  uint64_t handshake_limit = 10;
   std::vector<std::string> names;
 };
 
+std::string Absolute(const std::string& path) {
+  if (path.empty()) return path;
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
 // Runs the server in this process (no daemon).
-int ServeStandalone(Context& ctx, const NbdArgs& args, const stack::NbdListenerRecord& record) {
-  exportfs::nbd::NbdServerOptions options;
-  options.read_only = args.read_only;
+int ServeStandalone(Context& ctx, const NbdArgs& args, const stack::NbdListenerRecord& record,
+                    exportfs::nbd::NbdServerOptions options) {
   options.threads_per_connection = args.threads;
-  options.socket_path = record.socket;
-  options.bind = record.bind;
   auto registry = std::make_shared<bdev::DeviceRegistry>();
   std::unique_ptr<exportfs::nbd::NbdServer> server;
   auto start = [&]() -> Status {
@@ -74,6 +89,11 @@ int RunNbdServe(Context& ctx, const NbdArgs& args) {
   if (args.names.empty()) return ReportUsage("nbd serve: no device to export");
   stack::NbdListenerRecord record;
   record.read_only = args.read_only;
+  record.tls = args.tls;
+  record.tls_psk = Absolute(args.tls_psk);
+  record.tls_certificates = Absolute(args.tls_certificates);
+  record.max_connections = args.max_connections;
+  record.handshake_limit = args.handshake_limit;
   for (const auto& arg : args.names) {
     auto [name, open_name] = SplitExportArg(arg);
     if (!bdev::DeviceRegistry::IsValidName(name)) {
@@ -99,8 +119,11 @@ int RunNbdServe(Context& ctx, const NbdArgs& args) {
     auto abs = std::filesystem::absolute(socket, ec);
     record.socket = ec ? socket : abs.lexically_normal().string();
   }
+  // Bad TLS or limit settings are refused before any device is opened or anything recorded.
+  auto options = NbdServerOptionsOf(record);
+  if (!options.ok()) return ReportUsage("nbd serve: " + options.status().message());
   auto* daemon = stack::Daemon::Current();
-  if (daemon == nullptr) return ServeStandalone(ctx, args, record);
+  if (daemon == nullptr) return ServeStandalone(ctx, args, record, *options);
   auto address = ServeNbdInDaemon(*daemon, ctx, record);
   if (!address.ok()) return ReportFailure(address.status().WithContext("nbd serve"));
   std::printf("%s\n", address->c_str());
@@ -191,6 +214,20 @@ void RegisterNbdVerb(CLI::App& app, Context& ctx) {
   serve->add_flag("-f,--foreground", args->foreground, "Without a daemon: stay in the foreground");
   serve->add_option("--threads", args->threads, "Requests in service per connection")
       ->check(CLI::Range(1, 128));
+  serve->add_option("--tls", args->tls,
+                    "off, on or require (default: require with credentials; a TCP listener "
+                    "without TLS needs --tls=off)");
+  serve->add_option("--tls-psk", args->tls_psk, "TLS pre-shared keys file (psktool's format)");
+  serve->add_option("--tls-certificates", args->tls_certificates,
+                    "TLS X.509 directory: server-cert.pem, server-key.pem, ca-cert.pem");
+  serve
+      ->add_option("--max-connections", args->max_connections,
+                   "Clients served at once; more are refused (default 64)")
+      ->check(CLI::Range(1, 65536));
+  serve
+      ->add_option("--handshake-limit", args->handshake_limit,
+                   "Seconds a client has to finish the handshake, TLS included (default 10)")
+      ->check(CLI::Range(1, 3600));
   serve->add_option("NAME", args->names, "Devices: NAME, PATH or NAME=PATH")->required();
 
   auto all = std::make_shared<bool>(false);

@@ -66,16 +66,31 @@ Result<std::unique_ptr<Listener>> StartListener(stack::Daemon& daemon, const Con
           }
         }
       });
-  exportfs::nbd::NbdServerOptions options;
-  options.socket_path = record.socket;
-  options.bind = record.bind;
-  options.read_only = record.read_only;
+  VS_ASSIGN_OR_RETURN(auto options, NbdServerOptionsOf(record));
   VS_ASSIGN_OR_RETURN(l->server, exportfs::nbd::NbdServer::Start(*l->exports, options));
   if (!record.bind.empty()) l->record.bind = l->server->address();
+  l->record.tls = exportfs::nbd::TlsModeName(l->server->tls_mode());
   return l;
 }
 
 }  // namespace
+
+Result<exportfs::nbd::NbdServerOptions> NbdServerOptionsOf(const stack::NbdListenerRecord& r) {
+  exportfs::nbd::NbdServerOptions options;
+  options.socket_path = r.socket;
+  options.bind = r.bind;
+  options.read_only = r.read_only;
+  if (!r.tls.empty()) {
+    VS_ASSIGN_OR_RETURN(options.tls, exportfs::nbd::ParseTlsMode(r.tls));
+  }
+  options.tls_psk = r.tls_psk;
+  options.tls_certificates = r.tls_certificates;
+  if (r.max_connections != 0) options.max_connections = r.max_connections;
+  if (r.handshake_limit != 0)
+    options.handshake_limit_sec = static_cast<unsigned>(r.handshake_limit);
+  VS_RETURN_IF_ERROR(exportfs::nbd::ValidateServerOptions(options));
+  return options;
+}
 
 Result<std::string> ServeNbdInDaemon(stack::Daemon& daemon, const Context& ctx,
                                      stack::NbdListenerRecord record) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "export/nbd/nbd_server.h"
 #include "stack/daemon.h"
 #include "stack/nbd_state.h"
 
@@ -43,6 +44,10 @@ Result<std::vector<NbdListenerStatus>> ListNbd(const Context& ctx);
 Status RestoreNbdListeners(stack::Daemon& daemon, const Context& ctx);
 // At `down`: disconnects clients and closes every listener. Records stay for the next `up`.
 void StopAllNbdListeners();
+
+// The server options a record asks for (addresses, TLS, limits), checked and with the TLS
+// mode resolved (exportfs::nbd::ValidateServerOptions): InvalidArgument with one message.
+Result<exportfs::nbd::NbdServerOptions> NbdServerOptionsOf(const stack::NbdListenerRecord& r);
 
 // The live listeners' addresses exporting device `device` (busy checks, status).
 std::vector<std::string> NbdListenersOf(const std::string& device);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "bdev/device_registry.h"
 #include "util/file_util.h"
@@ -100,6 +101,27 @@ Result<std::vector<NbdListenerRecord>> ParseNbdState(const std::string& text,
       if (!l["read_only"].is_boolean()) return v.Bad(field + ".read_only", "not true or false");
       r.read_only = l["read_only"].get<bool>();
     }
+    VS_ASSIGN_OR_RETURN(r.tls, v.String(l, "tls", field, false));
+    if (!r.tls.empty() && r.tls != "off" && r.tls != "on" && r.tls != "require") {
+      return v.Bad(field + ".tls", "not off, on or require: '" + r.tls + "'");
+    }
+    VS_ASSIGN_OR_RETURN(r.tls_psk, v.String(l, "tls_psk", field, false));
+    VS_ASSIGN_OR_RETURN(r.tls_certificates, v.String(l, "tls_certificates", field, false));
+    for (const auto* path : {&r.tls_psk, &r.tls_certificates}) {
+      if (!path->empty() && path->front() != '/') {
+        return v.Bad(field + (path == &r.tls_psk ? ".tls_psk" : ".tls_certificates"),
+                     "not an absolute path: '" + *path + "'");
+      }
+    }
+    for (auto [key, out, max] : {std::tuple{"max_connections", &r.max_connections, 65536ull},
+                                 std::tuple{"handshake_limit", &r.handshake_limit, 3600ull}}) {
+      if (!l.contains(key)) continue;
+      if (!l[key].is_number_unsigned() || l[key].get<uint64_t>() == 0 ||
+          l[key].get<uint64_t>() > max) {
+        return v.Bad(field + "." + key, "not a number in 1-" + std::to_string(max));
+      }
+      *out = l[key].get<uint64_t>();
+    }
     if (!l.contains("exports") || !l["exports"].is_array() || l["exports"].empty()) {
       return v.Bad(field + ".exports", "missing, empty or not an array");
     }
@@ -135,6 +157,11 @@ std::string FormatNbdState(const std::vector<NbdListenerRecord>& listeners) {
     if (!l.socket.empty()) j["socket"] = l.socket;
     if (!l.bind.empty()) j["bind"] = l.bind;
     j["read_only"] = l.read_only;
+    if (!l.tls.empty()) j["tls"] = l.tls;
+    if (!l.tls_psk.empty()) j["tls_psk"] = l.tls_psk;
+    if (!l.tls_certificates.empty()) j["tls_certificates"] = l.tls_certificates;
+    if (l.max_connections != 0) j["max_connections"] = l.max_connections;
+    if (l.handshake_limit != 0) j["handshake_limit"] = l.handshake_limit;
     json exports = json::array();
     for (const auto& e : l.exports) exports.push_back({{"name", e.name}, {"device", e.device}});
     j["exports"] = exports;

@@ -4,6 +4,9 @@
 //   {"version": 1,
 //    "listeners": [{"socket": "/var/lib/volstack/nbd.sock",     (or "bind": "127.0.0.1:10809")
 //                   "read_only": false,
+//                   "tls": "require",                 (optional: "off", "on", "require")
+//                   "tls_psk": "/etc/volstack/keys.psk",  (or "tls_certificates": DIR)
+//                   "max_connections": 64, "handshake_limit": 10,   (optional)
 //                   "exports": [{"name": "funk", "device": "trunk/funk"}]}]}
 //
 // `name` is the NBD export name a client asks for; `device` what the daemon opens (a volstack
@@ -18,6 +21,7 @@
 // Threads: free functions without shared state; the daemon serialises writers.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -36,6 +40,11 @@ struct NbdListenerRecord {
   std::string socket;  // Unix socket path, or
   std::string bind;    // HOST:PORT (the real port, never 0)
   bool read_only = false;
+  std::string tls;      // "", "off", "on" or "require" (exportfs::nbd::TlsMode)
+  std::string tls_psk;  // absolute paths, or empty
+  std::string tls_certificates;
+  uint64_t max_connections = 0;  // 0: the server's default
+  uint64_t handshake_limit = 0;  // seconds; 0: the server's default
   std::vector<NbdExportRecord> exports;
 
   // "unix:PATH" or "HOST:PORT".

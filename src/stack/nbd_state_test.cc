@@ -18,8 +18,17 @@ std::vector<NbdListenerRecord> Sample() {
   NbdListenerRecord b;
   b.bind = "127.0.0.1:10809";
   b.read_only = true;
+  b.tls = "require";
+  b.tls_psk = "/etc/volstack/keys.psk";
+  b.max_connections = 8;
+  b.handshake_limit = 3;
   b.exports = {{"disk", "/tmp/disk.img"}};
-  return {a, b};
+  NbdListenerRecord c;
+  c.bind = "127.0.0.1:10810";
+  c.tls = "on";
+  c.tls_certificates = "/etc/volstack/pki";
+  c.exports = {{"disk", "/tmp/disk.img"}};
+  return {a, b, c};
 }
 
 // The error message for `text`, which must not parse.
@@ -38,6 +47,8 @@ TEST(NbdStateTest, RoundTrip) {
   EXPECT_EQ(*parsed, listeners);
   EXPECT_EQ((*parsed)[0].address(), "unix:/run/x/nbd.sock");
   EXPECT_EQ((*parsed)[1].address(), "127.0.0.1:10809");
+  EXPECT_EQ((*parsed)[1].tls_psk, "/etc/volstack/keys.psk");
+  EXPECT_EQ((*parsed)[2].tls_certificates, "/etc/volstack/pki");
 }
 
 TEST(NbdStateTest, SaveAndLoad) {
@@ -92,6 +103,21 @@ TEST(NbdStateTest, BadFieldsAreNamed) {
            ok_export + "}]}",
        "listeners[0].read_only"},
       {R"({"version": 1, "listeners": [{"socket": "/a", "exports": []}]})", "listeners[0].exports"},
+      {R"({"version": 1, "listeners": [{"socket": "/a", "tls": "maybe", "exports": )" + ok_export +
+           "}]}",
+       "listeners[0].tls: not off, on or require"},
+      {R"({"version": 1, "listeners": [{"socket": "/a", "tls_psk": "k.psk", "exports": )" +
+           ok_export + "}]}",
+       "listeners[0].tls_psk: not an absolute path"},
+      {R"({"version": 1, "listeners": [{"socket": "/a", "tls_certificates": 3, "exports": )" +
+           ok_export + "}]}",
+       "listeners[0].tls_certificates: not a string"},
+      {R"({"version": 1, "listeners": [{"socket": "/a", "max_connections": 0, "exports": )" +
+           ok_export + "}]}",
+       "listeners[0].max_connections"},
+      {R"({"version": 1, "listeners": [{"socket": "/a", "handshake_limit": -1, "exports": )" +
+           ok_export + "}]}",
+       "listeners[0].handshake_limit"},
       {R"({"version": 1, "listeners": [{"socket": "/a", "exports": [{"name": "a"}]}]})",
        "listeners[0].exports[0].device: missing"},
       {R"({"version": 1, "listeners": [{"socket": "/a", "exports": [{"name": "../x", "device": "d"}]}]})",

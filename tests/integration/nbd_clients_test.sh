@@ -75,7 +75,7 @@ fi
 
 # TCP on 127.0.0.1 and a read-only export.
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-vs --state-dir "$T/state2" nbd serve -r --bind "127.0.0.1:$PORT" ro="$T/ro.img"
+vs --state-dir "$T/state2" nbd serve -r --tls=off --bind "127.0.0.1:$PORT" ro="$T/ro.img"
 on_exit_kill "$(cat "$T/state2/nbd.pid")"
 nbdinfo --is read-only "nbd://127.0.0.1:$PORT/ro" || fail "-r export is not read-only"
 qemu-io -f raw -c 'write 0 4k' "nbd://127.0.0.1:$PORT/ro" >"$T/ro.out" 2>&1 || true

@@ -34,7 +34,7 @@ uri() { echo "nbd+unix:///$1?socket=$sock"; }
 # 1. Serve through the daemon.
 addr=$(vs nbd serve trunk/funk vg0/lv0)
 [ "$addr" = "unix:$sock" ] || fail "nbd serve printed '$addr', not unix:$sock"
-tcp=$(vs nbd serve --bind 127.0.0.1:0 -r "$T/plain.img")
+tcp=$(vs nbd serve --tls=off --bind 127.0.0.1:0 -r "$T/plain.img")
 case "$tcp" in 127.0.0.1:[1-9]*) ;; *) fail "nbd serve --bind printed '$tcp'" ;; esac
 grep -q "\"bind\": \"$tcp\"" "$VS_STATE/nbd.json" || fail "real port not recorded: $(cat "$VS_STATE/nbd.json")"
 nbdinfo --list "nbd+unix:///?socket=$sock" >"$T/list"

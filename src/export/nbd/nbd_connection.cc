@@ -23,12 +23,14 @@ constexpr uint64_t kMaxDrain = 64ull << 20;
 Connection::~Connection() { ::close(fd_); }
 
 void Connection::Shutdown() {
+  closing_by_server_ = true;
   closing_ = true;
   ::shutdown(fd_, SHUT_RDWR);
 }
 
 void Connection::Run() {
   RunPhases();
+  if (tls_session_ != nullptr && !closing_by_server_) tls_session_->Bye();
   // The client sees EOF now, not when the server reaps this connection.
   ::shutdown(fd_, SHUT_RDWR);
 }
@@ -178,7 +180,7 @@ void Connection::Execute(const Request& req, std::vector<uint8_t>& buf) {
 
 void Connection::Send(struct iovec* iov, int count) {
   std::lock_guard lock(write_mu_);
-  if (!WriteFully(fd_, iov, count).ok()) {
+  if (!transport_.Send(iov, count).ok()) {
     closing_ = true;  // the client vanished; the reader sees it too
     ::shutdown(fd_, SHUT_RDWR);
   }

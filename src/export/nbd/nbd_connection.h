@@ -19,18 +19,28 @@
 #include "export/nbd/nbd_protocol.h"
 #include "export/nbd/nbd_server.h"
 #include "export/nbd/nbd_socket.h"
+#include "export/nbd/nbd_tls.h"
 
 namespace volstack::exportfs::nbd {
 
 class Connection {
  public:
-  Connection(int fd, bdev::DeviceRegistry& exports, const NbdServerOptions& options)
-      : fd_(fd), exports_(exports), options_(options), reader_(fd) {}
+  // `tls`: the server's credentials (nullptr when options.tls is kOff).
+  Connection(int fd, bdev::DeviceRegistry& exports, const NbdServerOptions& options,
+             const TlsCredentials* tls)
+      : fd_(fd),
+        transport_(fd),
+        exports_(exports),
+        options_(options),
+        tls_(tls),
+        reader_(transport_) {}
   ~Connection();
 
   void Run();
   // Unblocks every thread of the connection (shutdown(2)); Run() then returns.
   void Shutdown();
+  // True until option haggling ends (the server's handshake deadline applies meanwhile).
+  bool handshaking() const { return handshaking_; }
 
  private:
   void RunPhases();
@@ -41,6 +51,7 @@ class Connection {
   Status HandleInfo(uint32_t option, std::span<const uint8_t> data, bool* go);
   Status HandleMetaContext(uint32_t option, std::span<const uint8_t> data);
   Status HandleExportName(std::span<const uint8_t> data, bool* go);
+  Status HandleStartTls(std::span<const uint8_t> data);
   Status SendOptionReply(uint32_t option, uint32_t type, std::span<const uint8_t> data = {});
   Status SendOptionError(uint32_t option, uint32_t type, const std::string& message);
   // The export for `name` ("" = the only one), or nullptr.
@@ -60,8 +71,12 @@ class Connection {
   void Send(struct iovec* iov, int count);
 
   const int fd_;
+  Transport transport_;
   bdev::DeviceRegistry& exports_;
   const NbdServerOptions& options_;
+  const TlsCredentials* const tls_;
+  std::unique_ptr<TlsSession> tls_session_;  // set once STARTTLS succeeded
+  std::atomic<bool> handshaking_{true};
 
   // Negotiated state (handshake thread only, read-only afterwards).
   bool no_zeroes_ = false;
@@ -76,6 +91,7 @@ class Connection {
   SocketReader reader_;  // GUARDED_BY(read_mu_); transmission phase only
   std::mutex write_mu_;  // one reply on the wire at a time
   std::atomic<bool> closing_{false};
+  std::atomic<bool> closing_by_server_{false};  // Shutdown(): no TLS goodbye on a dead socket
 };
 
 }  // namespace volstack::exportfs::nbd

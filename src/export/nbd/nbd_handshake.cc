@@ -16,12 +16,6 @@ namespace {
 // beyond kMaxOptionDrain the client is dropped.
 constexpr uint32_t kMaxOptionData = 64 * 1024;
 constexpr uint32_t kMaxOptionDrain = 16u << 20;
-constexpr int kHandshakeTimeoutSec = 30;
-
-void SetRecvTimeout(int fd, int seconds) {
-  timeval tv{seconds, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-}
 }  // namespace
 
 bdev::BlockDevicePtr Connection::FindExport(const std::string& name) const {
@@ -52,7 +46,7 @@ Status Connection::SendOptionReply(uint32_t option, uint32_t type, std::span<con
   EncodeOptionReplyHeader(std::span<uint8_t, kOptionReplyHeaderSize>(header), option, type,
                           static_cast<uint32_t>(data.size()));
   iovec iov[2] = {{header, sizeof(header)}, {const_cast<uint8_t*>(data.data()), data.size()}};
-  return WriteFully(fd_, iov, data.empty() ? 1 : 2);
+  return transport_.Send(iov, data.empty() ? 1 : 2);
 }
 
 Status Connection::SendOptionError(uint32_t option, uint32_t type, const std::string& message) {
@@ -61,15 +55,14 @@ Status Connection::SendOptionError(uint32_t option, uint32_t type, const std::st
 }
 
 Result<bool> Connection::Handshake() {
-  SetRecvTimeout(fd_, kHandshakeTimeoutSec);
   uint8_t hello[18];
   EncodeBE64(hello, kNbdMagic);
   EncodeBE64(hello + 8, kOptMagic);
   EncodeBE16(hello + 16, kFlagFixedNewstyle | kFlagNoZeroes);
   iovec iov{hello, sizeof(hello)};
-  VS_RETURN_IF_ERROR(WriteFully(fd_, &iov, 1));
+  VS_RETURN_IF_ERROR(transport_.Send(&iov, 1));
   uint8_t cflags_buf[4];
-  VS_RETURN_IF_ERROR(ReadFully(fd_, cflags_buf));
+  VS_RETURN_IF_ERROR(transport_.ReadFully(cflags_buf));
   const uint32_t cflags = DecodeBE32(cflags_buf);
   if (cflags & ~(kClientFixedNewstyle | kClientNoZeroes)) {
     return Status::Corruption("nbd: unknown client flags " + std::to_string(cflags));
@@ -79,19 +72,31 @@ Result<bool> Connection::Handshake() {
   std::vector<uint8_t> data;
   for (;;) {
     uint8_t hbuf[kOptionHeaderSize];
-    VS_RETURN_IF_ERROR(ReadFully(fd_, hbuf));
+    VS_RETURN_IF_ERROR(transport_.ReadFully(hbuf));
     const OptionHeader h = DecodeOptionHeader(std::span<const uint8_t, kOptionHeaderSize>(hbuf));
     if (h.magic != kOptMagic) return Status::Corruption("nbd: bad option magic");
     if (h.length > kMaxOptionData) {
       if (h.length > kMaxOptionDrain) return Status::Corruption("nbd: absurd option length");
-      VS_RETURN_IF_ERROR(Discard(fd_, h.length));
+      VS_RETURN_IF_ERROR(transport_.Discard(h.length));
       VS_RETURN_IF_ERROR(SendOptionError(h.option, kRepErrTooBig, "option data too large"));
       continue;
     }
     data.resize(h.length);
-    VS_RETURN_IF_ERROR(ReadFully(fd_, data));
+    VS_RETURN_IF_ERROR(transport_.ReadFully(data));
     bool go = false;
+    // Until TLS is up under --tls=require only STARTTLS and ABORT are heard; EXPORT_NAME
+    // cannot be answered with an error, so it ends the connection.
+    if (options_.tls == TlsMode::kRequire && tls_session_ == nullptr && h.option != kOptStartTls &&
+        h.option != kOptAbort) {
+      if (h.option == kOptExportName) return Status::FromErrno(EACCES, "nbd: TLS required");
+      VS_RETURN_IF_ERROR(
+          SendOptionError(h.option, kRepErrTlsReqd, "this server requires TLS (STARTTLS)"));
+      continue;
+    }
     switch (h.option) {
+      case kOptStartTls:
+        VS_RETURN_IF_ERROR(HandleStartTls(data));
+        break;
       case kOptExportName:
         VS_RETURN_IF_ERROR(HandleExportName(data, &go));
         break;
@@ -130,15 +135,33 @@ Result<bool> Connection::Handshake() {
       case kOptSetMetaContext:
         VS_RETURN_IF_ERROR(HandleMetaContext(h.option, data));
         break;
-      default:  // STARTTLS (no TLS here) and anything unknown
+      default:
         VS_RETURN_IF_ERROR(SendOptionError(h.option, kRepErrUnsup, "option not supported"));
         break;
     }
     if (go) {
-      SetRecvTimeout(fd_, 0);
+      handshaking_ = false;
       return true;
     }
   }
+}
+
+Status Connection::HandleStartTls(std::span<const uint8_t> data) {
+  if (tls_ == nullptr || options_.tls == TlsMode::kOff) {
+    return SendOptionError(kOptStartTls, kRepErrPolicy, "TLS is off on this server");
+  }
+  if (!data.empty()) return SendOptionError(kOptStartTls, kRepErrInvalid, "STARTTLS takes no data");
+  if (tls_session_ != nullptr) {
+    return SendOptionError(kOptStartTls, kRepErrInvalid, "TLS is already on");
+  }
+  VS_RETURN_IF_ERROR(SendOptionReply(kOptStartTls, kRepAck));
+  VS_ASSIGN_OR_RETURN(tls_session_, tls_->Handshake(fd_));
+  transport_.StartTls(tls_session_->get());
+  // What was negotiated in plaintext does not carry over (the protocol's rule).
+  structured_ = false;
+  meta_allocation_ = false;
+  meta_export_.clear();
+  return Status::Ok();
 }
 
 Status Connection::HandleExportName(std::span<const uint8_t> data, bool* go) {
@@ -150,7 +173,7 @@ Status Connection::HandleExportName(std::span<const uint8_t> data, bool* go) {
   EncodeBE64(reply, device->size());
   EncodeBE16(reply + 8, TransmissionFlags(*device));
   iovec iov{reply, no_zeroes_ ? size_t{10} : sizeof(reply)};
-  VS_RETURN_IF_ERROR(WriteFully(fd_, &iov, 1));
+  VS_RETURN_IF_ERROR(transport_.Send(&iov, 1));
   io_ = std::make_shared<ByteRangeIo>(device);
   read_only_ = ReadOnly(*device);
   meta_allocation_ = false;

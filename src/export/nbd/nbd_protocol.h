@@ -54,7 +54,9 @@ inline constexpr uint32_t kRepMetaContext = 4;
 inline constexpr uint32_t kRepErrUnsup = 0x80000001;
 inline constexpr uint32_t kRepErrPolicy = 0x80000002;
 inline constexpr uint32_t kRepErrInvalid = 0x80000003;
+inline constexpr uint32_t kRepErrTlsReqd = 0x80000005;
 inline constexpr uint32_t kRepErrUnknown = 0x80000006;
+inline constexpr uint32_t kRepErrShutdown = 0x80000007;
 inline constexpr uint32_t kRepErrTooBig = 0x80000009;
 
 // NBD_INFO_* items.

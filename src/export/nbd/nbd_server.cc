@@ -42,16 +42,98 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "export/nbd/nbd_connection.h"
+#include "export/nbd/nbd_protocol.h"
 #include "export/nbd/nbd_socket.h"
+#include "util/coding.h"
 
 namespace volstack::exportfs::nbd {
+
+namespace {
+
+// Refusals at the connection limit under way at once, and how long one may take: beyond
+// either the socket is just closed, so refusing costs the server a bounded effort.
+constexpr size_t kMaxRefusals = 16;
+constexpr int kRefusalTimeoutMs = 2000;
+
+using Clock = std::chrono::steady_clock;
+
+// Reads exactly n bytes before `deadline`.
+bool RecvWithin(int fd, uint8_t* buf, size_t n, Clock::time_point deadline) {
+  size_t done = 0;
+  while (done < n) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd p{fd, POLLIN, 0};
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
+    const ssize_t r = ::recv(fd, buf + done, n - done, MSG_DONTWAIT);
+    if (r <= 0) return false;
+    done += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// The fixed-newstyle greeting, then ERR_SHUTDOWN with a message to each option the client
+// sends (STARTTLS included: no TLS is spent on a client that cannot be served).
+void RefuseClient(int fd, size_t limit) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(kRefusalTimeoutMs);
+  timeval tv{kRefusalTimeoutMs / 1000, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  uint8_t hello[18];
+  EncodeBE64(hello, kNbdMagic);
+  EncodeBE64(hello + 8, kOptMagic);
+  EncodeBE16(hello + 16, kFlagFixedNewstyle | kFlagNoZeroes);
+  iovec iov{hello, sizeof(hello)};
+  uint8_t cflags[4];
+  if (!WriteFully(fd, &iov, 1).ok() || !RecvWithin(fd, cflags, sizeof(cflags), deadline)) return;
+  const std::string msg =
+      "server at its connection limit (" + std::to_string(limit) + " clients); try again later";
+  std::vector<uint8_t> data;
+  for (int i = 0; i < 4; i++) {
+    uint8_t h[kOptionHeaderSize];
+    if (!RecvWithin(fd, h, sizeof(h), deadline)) return;
+    const OptionHeader oh = DecodeOptionHeader(std::span<const uint8_t, kOptionHeaderSize>(h));
+    if (oh.magic != kOptMagic || oh.length > 64 * 1024) return;
+    data.resize(oh.length);
+    if (!RecvWithin(fd, data.data(), data.size(), deadline)) return;
+    if (oh.option == kOptExportName) return;  // no way to answer but closing
+    uint8_t rh[kOptionReplyHeaderSize];
+    const bool abort = oh.option == kOptAbort;
+    EncodeOptionReplyHeader(std::span<uint8_t, kOptionReplyHeaderSize>(rh), oh.option,
+                            abort ? kRepAck : kRepErrShutdown,
+                            abort ? 0 : static_cast<uint32_t>(msg.size()));
+    iovec out[2] = {{rh, sizeof(rh)}, {const_cast<char*>(msg.data()), msg.size()}};
+    if (!WriteFully(fd, out, abort ? 1 : 2).ok() || abort) return;
+  }
+}
+
+}  // namespace
+
+Status ValidateServerOptions(NbdServerOptions& options) {
+  if (!options.socket_path.empty() && !options.bind.empty()) {
+    return Status::InvalidArgument("nbd: give a socket path or a bind address, not both");
+  }
+  if (options.max_connections == 0) {
+    return Status::InvalidArgument("nbd: --max-connections must be at least 1");
+  }
+  if (options.handshake_limit_sec == 0) {
+    return Status::InvalidArgument("nbd: --handshake-limit must be at least 1 second");
+  }
+  VS_ASSIGN_OR_RETURN(options.tls, ResolveTlsMode(options.tls, !options.bind.empty(),
+                                                  options.tls_psk, options.tls_certificates));
+  return Status::Ok();
+}
 
 Result<std::unique_ptr<NbdServer>> NbdServer::Start(bdev::DeviceRegistry& exports,
                                                     const NbdServerOptions& options) {
   std::unique_ptr<NbdServer> server(new NbdServer(exports, options));
-  if (!options.socket_path.empty() && !options.bind.empty()) {
-    return Status::InvalidArgument("nbd: give a socket path or a bind address, not both");
+  VS_RETURN_IF_ERROR(ValidateServerOptions(server->options_));
+  if (!options.tls_psk.empty()) {
+    VS_ASSIGN_OR_RETURN(server->tls_, TlsCredentials::LoadPsk(options.tls_psk));
+  } else if (!options.tls_certificates.empty()) {
+    VS_ASSIGN_OR_RETURN(server->tls_, TlsCredentials::LoadX509(options.tls_certificates));
   }
   if (!options.bind.empty()) {
     uint16_t port = 0;
@@ -92,6 +174,39 @@ void NbdServer::Stop() {
   ReapLocked(/*all=*/true);
 }
 
+int NbdServer::EnforceHandshakeDeadlinesLocked(int cap) {
+  const auto now = std::chrono::steady_clock::now();
+  auto next = now + std::chrono::milliseconds(cap);
+  for (auto& c : clients_) {
+    if (c.expired || c.done->load() || !c.conn->handshaking()) continue;
+    if (c.handshake_deadline <= now) {
+      c.expired = true;
+      c.conn->Shutdown();  // its thread sees EOF or a failed TLS read and ends
+    } else {
+      next = std::min(next, c.handshake_deadline);
+    }
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
+  return static_cast<int>(std::max<int64_t>(ms, 1));
+}
+
+void NbdServer::RefuseLocked(int fd) {
+  if (refusals_.size() >= kMaxRefusals) {
+    ::close(fd);
+    return;
+  }
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  const size_t limit = options_.max_connections;
+  refusals_.push_back(Client{nullptr,
+                             std::thread([fd, done, limit] {
+                               RefuseClient(fd, limit);
+                               ::close(fd);
+                               done->store(true);
+                             }),
+                             done,
+                             {}});
+}
+
 size_t NbdServer::active_connections() const {
   std::lock_guard lock(mu_);
   size_t n = 0;
@@ -100,41 +215,52 @@ size_t NbdServer::active_connections() const {
 }
 
 void NbdServer::ReapLocked(bool all) {
-  for (auto it = clients_.begin(); it != clients_.end();) {
-    if (all || it->done->load()) {
-      if (it->thread.joinable()) it->thread.join();
-      it = clients_.erase(it);
-    } else {
-      ++it;
+  for (auto* list : {&clients_, &refusals_}) {
+    for (auto it = list->begin(); it != list->end();) {
+      if (all || it->done->load()) {
+        if (it->thread.joinable()) it->thread.join();
+        it = list->erase(it);
+      } else {
+        ++it;
+      }
     }
   }
 }
 
 void NbdServer::AcceptLoop() {
   while (!stopping_) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    const int r = ::poll(fds, 2, 500);
+    int wait_ms;
     {
       std::lock_guard lock(mu_);
       ReapLocked(false);
+      wait_ms = EnforceHandshakeDeadlinesLocked(500);
     }
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    const int r = ::poll(fds, 2, wait_ms);
     if (r <= 0 || !(fds[0].revents & POLLIN)) continue;
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // fails on Unix: fine
     std::lock_guard lock(mu_);
-    if (clients_.size() >= options_.max_connections || stopping_) {
+    ReapLocked(false);
+    if (stopping_) {
       ::close(fd);
       continue;
     }
-    auto conn = std::make_shared<Connection>(fd, exports_, options_);
+    if (clients_.size() >= options_.max_connections) {
+      RefuseLocked(fd);
+      continue;
+    }
+    auto conn = std::make_shared<Connection>(fd, exports_, options_, tls_.get());
     auto done = std::make_shared<std::atomic<bool>>(false);
-    clients_.push_back(Client{conn, std::thread([conn, done] {
-                                conn->Run();
-                                done->store(true);
-                              }),
-                              done});
+    clients_.push_back(Client{
+        conn, std::thread([conn, done] {
+          conn->Run();
+          done->store(true);
+        }),
+        done,
+        std::chrono::steady_clock::now() + std::chrono::seconds(options_.handshake_limit_sec)});
   }
 }
 

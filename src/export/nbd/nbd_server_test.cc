@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "bdev/memory_device.h"
@@ -26,6 +28,9 @@ class Client {
     sa.sun_family = AF_UNIX;
     std::strcpy(sa.sun_path, path.c_str());
     connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
+    // A server that never answers fails the test instead of hanging it.
+    timeval tv{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   }
   ~Client() { ::close(fd_); }
   bool connected() const { return connected_; }
@@ -46,7 +51,7 @@ class Client {
   }
   bool AtEof() {
     uint8_t c;
-    return ::recv(fd_, &c, 1, 0) == 0;
+    return ::recv(fd_, &c, 1, 0) == 0;  // a timeout (-1) is not EOF
   }
 
   void Greet() {
@@ -143,6 +148,19 @@ class NbdServerTest : public ::testing::Test {
     EXPECT_EQ(go.back().type, kRepAck);
     return c;
   }
+  // Replaces the server with one started with `options_` as changed by the test.
+  void Restart() {
+    server_.reset();
+    auto server = NbdServer::Start(registry_, options_);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+  }
+  // One 4 KiB read at 0 on a client in transmission (simple replies) succeeds.
+  static void ExpectServed(Client& c, uint64_t cookie) {
+    c.Request(kCmdRead, 0, cookie, 0, 4096);
+    EXPECT_EQ(c.SimpleReply(), std::make_pair(0u, cookie));
+    EXPECT_EQ(c.Recv(4096).size(), 4096u);
+  }
   void WaitForNoConnections() {
     for (int i = 0; i < 100 && server_->active_connections() != 0; i++) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -188,7 +206,7 @@ TEST_F(NbdServerTest, UnknownOptionsAndBadBodiesDoNotEndTheHandshake) {
   Client c(options_.socket_path);
   c.Greet();
   EXPECT_EQ(c.Option(99, {1, 2, 3}).back().type, kRepErrUnsup);
-  EXPECT_EQ(c.Option(kOptStartTls, {}).back().type, kRepErrUnsup);
+  EXPECT_EQ(c.Option(kOptStartTls, {}).back().type, kRepErrPolicy);
   EXPECT_EQ(c.Option(kOptGo, {0, 0, 0, 9}).back().type, kRepErrInvalid);
   EXPECT_EQ(c.Go("nope").back().type, kRepErrUnknown);
   EXPECT_EQ(c.Option(kOptList, {1}).back().type, kRepErrInvalid);
@@ -337,6 +355,141 @@ TEST_F(NbdServerTest, ManyRequestsInFlight) {
   std::vector<uint8_t> b(4096);
   ASSERT_TRUE(device_->Read(63 * 4096, b).ok());
   EXPECT_EQ(b, std::vector<uint8_t>(4096, 63));
+}
+
+// --- limits: one deadline for the whole handshake, a connection limit that refuses clearly ---
+
+TEST_F(NbdServerTest, HandshakeDeadlineDropsIdleAndDrippingClientsNotServedOnes) {
+  options_.handshake_limit_sec = 1;
+  Restart();
+  auto served = Open(false);
+  Client idle(options_.socket_path);  // connects and never answers the greeting
+  Client dripping(options_.socket_path);
+  dripping.Greet();
+  // Each option is answered at once, so a per-read timeout would never fire; the whole
+  // handshake's deadline does.
+  const auto start = std::chrono::steady_clock::now();
+  bool dropped = false;
+  for (int i = 0; i < 20 && !dropped; i++) {
+    dropped = dripping.Option(kOptList, {}).empty();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(dropped) << "a client sending an option every 200 ms was never dropped";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
+  EXPECT_EQ(idle.Recv(18).size(), 18u);
+  EXPECT_TRUE(idle.AtEof());
+  ExpectServed(*served, 1);  // long past the limit, in transmission: untouched
+}
+
+TEST_F(NbdServerTest, AtTheConnectionLimitNewClientsAreRefusedAndOldOnesServed) {
+  options_.max_connections = 2;
+  Restart();
+  auto served = Open(false);
+  auto idle = std::make_unique<Client>(options_.socket_path);
+  ASSERT_TRUE(idle->connected());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Client refused(options_.socket_path);
+  refused.Greet();
+  auto go = refused.Go("vol");
+  ASSERT_EQ(go.size(), 1u);
+  EXPECT_EQ(go.back().type, kRepErrShutdown);
+  const std::string msg(go.back().data.begin(), go.back().data.end());
+  EXPECT_NE(msg.find("connection limit (2 clients)"), std::string::npos) << msg;
+  ExpectServed(*served, 2);
+  // A freed slot is taken by the next client.
+  idle.reset();
+  std::unique_ptr<Client> next;
+  for (int i = 0; i < 50; i++) {
+    next = std::make_unique<Client>(options_.socket_path);
+    next->Greet();
+    auto r = next->Go("vol");
+    if (!r.empty() && r.back().type == kRepAck) break;
+    next.reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(next, nullptr) << "the slot of a closed client was never freed";
+  ExpectServed(*next, 3);
+}
+
+TEST_F(NbdServerTest, TlsRequiredRefusesEverythingButStartTls) {
+  const std::string psk = dir_ + "/keys.psk";
+  {
+    std::ofstream f(psk);
+    f << "alice:00112233445566778899aabbccddeeff\n";
+  }
+  options_.tls = TlsMode::kRequire;
+  options_.tls_psk = psk;
+  Restart();
+  Client c(options_.socket_path);
+  c.Greet();
+  EXPECT_EQ(c.Go("vol").back().type, kRepErrTlsReqd);
+  EXPECT_EQ(c.Option(kOptList, {}).back().type, kRepErrTlsReqd);
+  EXPECT_EQ(c.Option(kOptStructuredReply, {}).back().type, kRepErrTlsReqd);
+  EXPECT_EQ(c.Option(kOptStartTls, {1}).back().type, kRepErrInvalid);
+  EXPECT_EQ(c.Option(kOptStartTls, {}).back().type, kRepAck);  // a TLS handshake would follow
+  ::unlink(psk.c_str());
+}
+
+TEST(NbdTlsOptionsTest, ParseTlsMode) {
+  EXPECT_EQ(*ParseTlsMode("off"), TlsMode::kOff);
+  EXPECT_EQ(*ParseTlsMode("on"), TlsMode::kOn);
+  EXPECT_EQ(*ParseTlsMode("require"), TlsMode::kRequire);
+  EXPECT_EQ(*ParseTlsMode("no"), TlsMode::kOff);
+  EXPECT_FALSE(ParseTlsMode("").ok());
+  EXPECT_FALSE(ParseTlsMode("required").ok());
+  EXPECT_STREQ(TlsModeName(TlsMode::kRequire), "require");
+}
+
+TEST(NbdTlsOptionsTest, TcpWithoutTlsNeedsAnExplicitOff) {
+  const std::string none;
+  auto tcp = ResolveTlsMode(TlsMode::kDefault, /*tcp=*/true, none, none);
+  ASSERT_FALSE(tcp.ok());
+  EXPECT_NE(tcp.status().message().find("--tls=off"), std::string::npos);
+  EXPECT_EQ(*ResolveTlsMode(TlsMode::kOff, true, none, none), TlsMode::kOff);
+  EXPECT_EQ(*ResolveTlsMode(TlsMode::kDefault, false, none, none), TlsMode::kOff);
+  EXPECT_EQ(*ResolveTlsMode(TlsMode::kDefault, true, "/k.psk", none), TlsMode::kRequire);
+  EXPECT_EQ(*ResolveTlsMode(TlsMode::kOn, true, none, "/pki"), TlsMode::kOn);
+  EXPECT_FALSE(ResolveTlsMode(TlsMode::kRequire, true, none, none).ok());
+  EXPECT_FALSE(ResolveTlsMode(TlsMode::kOn, false, none, none).ok());
+  EXPECT_FALSE(ResolveTlsMode(TlsMode::kOff, true, "/k.psk", none).ok());
+  EXPECT_FALSE(ResolveTlsMode(TlsMode::kRequire, true, "/k.psk", "/pki").ok());
+}
+
+TEST(NbdTlsOptionsTest, StartRefusesBadSettingsWithOneMessage) {
+  bdev::DeviceRegistry registry;
+  NbdServerOptions o;
+  o.bind = "127.0.0.1:0";
+  auto s = NbdServer::Start(registry, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), EINVAL);
+  EXPECT_NE(s.status().message().find("needs TLS"), std::string::npos);
+  o.tls = TlsMode::kOff;
+  o.max_connections = 0;
+  EXPECT_NE(NbdServer::Start(registry, o).status().message().find("--max-connections"),
+            std::string::npos);
+  o.max_connections = 64;
+  o.handshake_limit_sec = 0;
+  EXPECT_NE(NbdServer::Start(registry, o).status().message().find("--handshake-limit"),
+            std::string::npos);
+  o.handshake_limit_sec = 10;
+  o.tls = TlsMode::kRequire;
+  char dir[] = "/tmp/nbd_tls_test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  o.tls_psk = std::string(dir) + "/keys.psk";
+  EXPECT_NE(NbdServer::Start(registry, o).status().message().find("not a readable file"),
+            std::string::npos);
+  {
+    std::ofstream f(o.tls_psk);
+    f << "alice:00112233\nbob=zz\n";
+  }
+  auto bad = NbdServer::Start(registry, o);
+  EXPECT_NE(bad.status().message().find("line 2"), std::string::npos) << bad.status().ToString();
+  o.tls_psk.clear();
+  o.tls_certificates = dir;
+  EXPECT_NE(NbdServer::Start(registry, o).status().message().find("server-cert.pem"),
+            std::string::npos);
+  ::unlink((std::string(dir) + "/keys.psk").c_str());
+  ::rmdir(dir);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "export/nbd/nbd_socket.h"
 
 #include <arpa/inet.h>
+#include <gnutls/gnutls.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -13,6 +14,80 @@
 #include <vector>
 
 namespace volstack::exportfs::nbd {
+
+namespace {
+Status TlsError(const char* what, ssize_t code) {
+  const int err = code == GNUTLS_E_PREMATURE_TERMINATION ? ECONNRESET : EIO;
+  return Status::FromErrno(
+      err, std::string("tls ") + what + ": " + gnutls_strerror(static_cast<int>(code)));
+}
+}  // namespace
+
+Result<size_t> Transport::Recv(void* buf, size_t n) {
+  for (;;) {
+    const ssize_t r = tls_ == nullptr ? ::recv(fd_, buf, n, 0) : gnutls_record_recv(tls_, buf, n);
+    if (r >= 0) return static_cast<size_t>(r);
+    if (tls_ == nullptr) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("recv");
+    }
+    if (r == GNUTLS_E_INTERRUPTED) continue;
+    return TlsError("recv", r);
+  }
+}
+
+Status Transport::Send(struct iovec* iov, int count) {
+  if (tls_ == nullptr) return WriteFully(fd_, iov, count);
+  // Small pieces (a reply header and its short payload) go out as one TLS record.
+  size_t total = 0;
+  for (int i = 0; i < count; i++) total += iov[i].iov_len;
+  uint8_t joined[4096];
+  iovec one;
+  if (count > 1 && total <= sizeof(joined)) {
+    size_t at = 0;
+    for (int i = 0; i < count; i++) {
+      std::memcpy(joined + at, iov[i].iov_base, iov[i].iov_len);
+      at += iov[i].iov_len;
+    }
+    one = {joined, total};
+    iov = &one;
+    count = 1;
+  }
+  for (int i = 0; i < count; i++) {
+    auto* p = static_cast<const uint8_t*>(iov[i].iov_base);
+    size_t left = iov[i].iov_len;
+    while (left > 0) {
+      const ssize_t r = gnutls_record_send(tls_, p, left);
+      if (r == GNUTLS_E_INTERRUPTED) continue;
+      if (r < 0) return TlsError("send", r);
+      p += r;
+      left -= static_cast<size_t>(r);
+    }
+  }
+  return Status::Ok();
+}
+
+Status Transport::ReadFully(std::span<uint8_t> buf) {
+  size_t done = 0;
+  while (done < buf.size()) {
+    VS_ASSIGN_OR_RETURN(const size_t n, Recv(buf.data() + done, buf.size() - done));
+    if (n == 0) {
+      return Status::FromErrno(ECONNRESET, done == 0 ? "closed" : "peer vanished mid-message");
+    }
+    done += n;
+  }
+  return Status::Ok();
+}
+
+Status Transport::Discard(uint64_t n) {
+  std::vector<uint8_t> sink(std::min<uint64_t>(n, 1 << 20));
+  while (n > 0) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(n, sink.size()));
+    VS_RETURN_IF_ERROR(ReadFully(std::span(sink.data(), chunk)));
+    n -= chunk;
+  }
+  return Status::Ok();
+}
 
 Status ReadFully(int fd, std::span<uint8_t> buf) {
   size_t done = 0;
@@ -43,18 +118,12 @@ Status Discard(int fd, uint64_t n) {
 
 Status SocketReader::Refill(bool started) {
   pos_ = end_ = 0;
-  for (;;) {
-    const ssize_t n = ::recv(fd_, buf_.data(), buf_.size(), 0);
-    if (n > 0) {
-      end_ = static_cast<size_t>(n);
-      return Status::Ok();
-    }
-    if (n == 0) {
-      return Status::FromErrno(ECONNRESET, started ? "peer vanished mid-message" : "closed");
-    }
-    if (errno == EINTR) continue;
-    return ErrnoStatus("recv");
+  VS_ASSIGN_OR_RETURN(const size_t n, transport_.Recv(buf_.data(), buf_.size()));
+  if (n == 0) {
+    return Status::FromErrno(ECONNRESET, started ? "peer vanished mid-message" : "closed");
   }
+  end_ = n;
+  return Status::Ok();
 }
 
 Status SocketReader::ReadFully(std::span<uint8_t> out) {
@@ -63,7 +132,7 @@ Status SocketReader::ReadFully(std::span<uint8_t> out) {
     if (pos_ == end_) {
       const size_t want = out.size() - done;
       if (want >= buf_.size() / 2) {  // a large payload: straight into its buffer
-        Status s = nbd::ReadFully(fd_, out.subspan(done));
+        Status s = transport_.ReadFully(out.subspan(done));
         if (!s.ok() && done > 0 && s.code() == ECONNRESET) {
           return Status::FromErrno(ECONNRESET, "peer vanished mid-message");
         }
@@ -83,7 +152,7 @@ Status SocketReader::Discard(uint64_t n) {
   const uint64_t buffered = std::min<uint64_t>(n, end_ - pos_);
   pos_ += static_cast<size_t>(buffered);
   n -= buffered;
-  return n == 0 ? Status::Ok() : nbd::Discard(fd_, n);
+  return n == 0 ? Status::Ok() : transport_.Discard(n);
 }
 
 Status WriteFully(int fd, struct iovec* iov, int count) {

@@ -39,7 +39,8 @@ std::vector<uint8_t> Bytes(size_t n, uint8_t first) {
 // Messages sent back to back come out whole and in order, whatever the buffer size, including
 // pieces larger than the buffer (read around it) and pieces split across refills.
 TEST_F(SocketReaderTest, ReadsMessagesWholeAcrossRefills) {
-  SocketReader reader(fds_[0], 64);
+  Transport transport(fds_[0]);
+  SocketReader reader(transport, 64);
   const std::vector<size_t> sizes = {28, 4096, 28, 28, 5, 100, 31, 64, 28};
   std::vector<uint8_t> all;
   for (size_t i = 0; i < sizes.size(); i++) {
@@ -58,7 +59,8 @@ TEST_F(SocketReaderTest, ReadsMessagesWholeAcrossRefills) {
 }
 
 TEST_F(SocketReaderTest, DiscardSkipsBufferedAndUnbufferedBytes) {
-  SocketReader reader(fds_[0], 64);
+  Transport transport(fds_[0]);
+  SocketReader reader(transport, 64);
   Send(Bytes(10, 0));
   Send(Bytes(300, 10));
   Send(Bytes(4, 200));
@@ -71,7 +73,8 @@ TEST_F(SocketReaderTest, DiscardSkipsBufferedAndUnbufferedBytes) {
 }
 
 TEST_F(SocketReaderTest, EndOfStreamBetweenAndInsideMessages) {
-  SocketReader reader(fds_[0], 64);
+  Transport transport(fds_[0]);
+  SocketReader reader(transport, 64);
   Send(Bytes(28, 0));
   Send(Bytes(10, 0));
   CloseWriter();
