@@ -66,7 +66,7 @@ s = conn(); greet(s, flags=0x80); assert closed(s), "unknown client flags"
 # Unknown options get ERR_UNSUP and the next option still works.
 s = conn(); greet(s)
 assert option(s, 12345, b"abc") == 0x80000001
-assert option(s, 5) == 0x80000001  # STARTTLS without TLS
+assert option(s, 5) == 0x80000002  # STARTTLS with TLS off: ERR_POLICY, as nbdkit
 assert option(s, 3) == 1            # LIST
 # Oversized option data: drained and refused with ERR_TOO_BIG.
 assert option(s, 6, b"\0" * 100000) == 0x80000009

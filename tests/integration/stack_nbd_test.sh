@@ -3,7 +3,8 @@
 # trunk/funk, a VG on volume trunk/pv with LV vg0/lv0; `volstack up`; then:
 #   1. `nbd serve` through the daemon returns at once and prints its address: trunk/funk and
 #      vg0/lv0 on a Unix socket, a file read-only on 127.0.0.1 (port 0: the real port is
-#      recorded); nbdinfo lists the exports; nbdcopy writes random data (with --flush);
+#      recorded); nbdinfo lists the exports; nbdcopy writes random data (with --flush); a
+#      file over TCP with TLS (PSK) and limits, all recorded (a plaintext client refused);
 #   2. kill -9 the daemon, `up`: the listeners are back on the same addresses and the data
 #      reads back identical (nbdcopy to a file + cmp, qemu-img compare);
 #   3. clean down/up: the same;
@@ -37,6 +38,17 @@ addr=$(vs nbd serve trunk/funk vg0/lv0)
 tcp=$(vs nbd serve --tls=off --bind 127.0.0.1:0 -r "$T/plain.img")
 case "$tcp" in 127.0.0.1:[1-9]*) ;; *) fail "nbd serve --bind printed '$tcp'" ;; esac
 grep -q "\"bind\": \"$tcp\"" "$VS_STATE/nbd.json" || fail "real port not recorded: $(cat "$VS_STATE/nbd.json")"
+command -v psktool >/dev/null || skip "needs psktool (gnutls-bin)"
+psktool -u alice -p "$T/keys.psk" >/dev/null
+head -c 8M /dev/urandom >"$T/secret.img"
+tls=$(vs nbd serve --bind 127.0.0.1:0 --tls-psk "$T/keys.psk" --max-connections 8 \
+  --handshake-limit 5 -r "$T/secret.img")
+python3 - "$VS_STATE/nbd.json" "$tls" "$T/keys.psk" <<'PY' || fail "TLS listener not recorded: $(cat "$VS_STATE/nbd.json")"
+import json, sys
+l = [l for l in json.load(open(sys.argv[1]))["listeners"] if l.get("bind") == sys.argv[2]][0]
+assert l["tls"] == "require" and l["tls_psk"] == sys.argv[3], l
+assert l["max_connections"] == 8 and l["handshake_limit"] == 5, l
+PY
 nbdinfo --list "nbd+unix:///?socket=$sock" >"$T/list"
 grep -q "trunk/funk" "$T/list" && grep -q "vg0/lv0" "$T/list" || fail "exports not listed: $(cat "$T/list")"
 expect_fail vs nbd serve trunk/funk
@@ -55,7 +67,10 @@ check_data() {  # $1: when
   qemu-img compare -q -f raw -F raw "$T/lv0.data" "$(uri vg0/lv0)" || fail "$1: vg0/lv0 data differs"
   nbdcopy "nbd://$tcp/plain.img" "$T/plain.back"
   cmp "$T/plain.img" "$T/plain.back" || fail "$1: TCP export differs"
-  rm -f "$T/funk.back" "$T/plain.back"
+  timeout 10 nbdcopy "nbds://alice@$tls/secret.img?tls-psk-file=$T/keys.psk" "$T/secret.back"
+  cmp "$T/secret.img" "$T/secret.back" || fail "$1: TLS export differs"
+  timeout 10 nbdinfo "nbd://$tls/secret.img" >/dev/null 2>&1 && fail "$1: TLS listener served plaintext"
+  rm -f "$T/funk.back" "$T/plain.back" "$T/secret.back"
 }
 check_data "served"
 

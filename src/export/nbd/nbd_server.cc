@@ -8,9 +8,26 @@
 // Handshake: NBDMAGIC/IHAVEOPT with FIXED_NEWSTYLE|NO_ZEROES; options EXPORT_NAME, ABORT,
 // LIST, INFO, GO (INFO_EXPORT, INFO_BLOCK_SIZE always: minimum = logical block, preferred =
 // physical block, maximum = max_payload; INFO_NAME when asked), STRUCTURED_REPLY,
-// LIST/SET_META_CONTEXT (base:allocation only); everything else ERR_UNSUP, after which the
-// next option is read as usual. Malformed option bodies get ERR_INVALID; a bad magic or
-// unknown client flag ends the connection. A 30 s receive timeout bounds a silent client.
+// LIST/SET_META_CONTEXT (base:allocation only), STARTTLS (nbd_tls.h); everything else
+// ERR_UNSUP, after which the next option is read as usual. Malformed option bodies get
+// ERR_INVALID; a bad magic or unknown client flag ends the connection.
+//
+// TLS: --tls=off refuses STARTTLS (ERR_POLICY); on offers it; require answers every option
+// but STARTTLS and ABORT with ERR_TLS_REQD until TLS is up (EXPORT_NAME, which cannot carry
+// an error, closes). After STARTTLS all state negotiated in plaintext is forgotten. A TCP
+// listener without credentials is refused at Start unless the mode is an explicit off: a
+// port on the network is reachable by every user of the host and beyond, a Unix socket is
+// 0600. With TLS, one thread may send while another receives (GnuTLS allows it), which is
+// exactly the read-lock/write-lock split of the transmission phase.
+//
+// Limits, so that one client cannot lock the others out: the handshake has one deadline
+// for all of it (handshake_limit_sec from accept, TLS handshake included), enforced by the
+// accept loop, which shuts down the socket of a connection still haggling past it (a
+// per-read timeout would let a client that drips one option a second stay forever). At
+// max_connections a new client gets a refusal on a short-lived thread: the greeting, then
+// ERR_SHUTDOWN with "server at its connection limit" to each option (ACK to ABORT), within
+// 2 s; at most 16 refusals run at once and beyond that the socket is closed at once, so
+// refusing is bounded too. Served clients are never touched by either.
 //
 // Transmission: every connection runs threads_per_connection threads. Each takes the read
 // lock, reads one request (header and WRITE payload) through the connection's receive buffer
