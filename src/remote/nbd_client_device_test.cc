@@ -1,0 +1,149 @@
+// NbdClientDevice against a real server: nbdkit's memory plugin on a Unix socket, started by
+// the test (and ended by PID; --exit-with-parent covers a crashed test). The typed BlockDevice
+// conformance suite, plus what is particular to a remote device: errors at open, read-only
+// exports, several connections when the server allows multi-conn, data seen by another
+// client.
+#include "remote/nbd_client_device.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "bdev/block_device_conformance.h"
+
+namespace volstack::remote {
+namespace {
+
+// One nbdkit per test process, killed at exit.
+class Nbdkit {
+ public:
+  explicit Nbdkit(std::vector<std::string> extra) {
+    char dir[] = "/tmp/nbd_client_test.XXXXXX";
+    if (::mkdtemp(dir) == nullptr) std::abort();
+    dir_ = dir;
+    socket_ = dir_ + "/nbd.sock";
+    std::vector<std::string> args = {"nbdkit", "-f", "--exit-with-parent", "-U", socket_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execvp("nbdkit", argv.data());
+      ::_exit(127);
+    }
+    struct stat st;
+    for (int i = 0; i < 200 && ::stat(socket_.c_str(), &st) != 0; i++) {
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+  }
+  ~Nbdkit() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::unlink(socket_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  bool running() const { return pid_ > 0; }
+  std::string Uri(const std::string& extra_query = "") const {
+    return "nbd+unix:///?socket=" + socket_ + extra_query;
+  }
+
+ private:
+  std::string dir_, socket_;
+  pid_t pid_ = -1;
+};
+
+const Nbdkit& MemoryServer() {
+  static Nbdkit* server = [] {
+    auto* s = new Nbdkit({"memory", "64M"});
+    std::atexit([] { delete server; });
+    return s;
+  }();
+  return *server;
+}
+
+struct NbdkitMemoryFactory {
+  static bdev::BlockDevicePtr Make() {
+    if (!MemoryServer().running()) {
+      ADD_FAILURE() << "nbdkit did not start (is it installed? scripts/setup.sh lists it)";
+      return nullptr;
+    }
+    auto d = NbdClientDevice::Open(MemoryServer().Uri());
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    return d.ok() ? bdev::BlockDevicePtr(*d) : nullptr;
+  }
+  static bdev::BlockDevicePtr MakeReadOnly() {
+    NbdClientOptions o;
+    o.read_only = true;
+    auto d = NbdClientDevice::Open(MemoryServer().Uri(), o);
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    return d.ok() ? bdev::BlockDevicePtr(*d) : nullptr;
+  }
+};
+
+using NbdTypes = ::testing::Types<NbdkitMemoryFactory>;
+INSTANTIATE_TYPED_TEST_SUITE_P(NbdClient, BlockDeviceConformance, NbdTypes);
+
+TEST(NbdClientDeviceTest, RecognisesLibnbdUris) {
+  EXPECT_TRUE(IsNbdUri("nbd://127.0.0.1:10809/vol"));
+  EXPECT_TRUE(IsNbdUri("nbds://host/vol"));
+  EXPECT_TRUE(IsNbdUri("nbd+unix:///vol?socket=/run/s"));
+  EXPECT_TRUE(IsNbdUri("nbds+unix:///vol?socket=/run/s"));
+  EXPECT_FALSE(IsNbdUri("/dev/nbd0"));
+  EXPECT_FALSE(IsNbdUri("nbd/vol"));
+  EXPECT_FALSE(IsNbdUri("trunk/funk"));
+}
+
+TEST(NbdClientDeviceTest, OpenErrorsNameTheUri) {
+  auto bad = NbdClientDevice::Open("/tmp/x");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), EINVAL);
+  const std::string uri = "nbd+unix:///?socket=/nonexistent/nbd.sock";
+  auto missing = NbdClientDevice::Open(uri);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find(uri), std::string::npos) << missing.status().ToString();
+}
+
+TEST(NbdClientDeviceTest, GeometryMultiConnAndDataSeenByAnotherClient) {
+  ASSERT_TRUE(MemoryServer().running());
+  auto a = NbdClientDevice::Open(MemoryServer().Uri());
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ((*a)->size(), 64u << 20);
+  EXPECT_FALSE((*a)->read_only());
+  EXPECT_GT((*a)->connections(), 1u) << "nbdkit memory allows multi-conn";
+  std::vector<uint8_t> data(64 << 10);
+  for (size_t i = 0; i < data.size(); i++) data[i] = static_cast<uint8_t>(i * 7 + 3);
+  ASSERT_TRUE((*a)->Write(1 << 20, data).ok());
+  ASSERT_TRUE((*a)->Flush().ok());
+  auto b = NbdClientDevice::Open(MemoryServer().Uri());
+  ASSERT_TRUE(b.ok());
+  std::vector<uint8_t> back(data.size());
+  ASSERT_TRUE((*b)->Read(1 << 20, back).ok());
+  EXPECT_EQ(back, data);
+}
+
+TEST(NbdClientDeviceTest, ReadOnlyExportIsReadOnly) {
+  Nbdkit ro({"-r", "memory", "1M"});
+  ASSERT_TRUE(ro.running());
+  auto d = NbdClientDevice::Open(ro.Uri());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE((*d)->read_only());
+  std::vector<uint8_t> b(4096, 1);
+  EXPECT_EQ((*d)->Write(0, b).code(), EROFS);
+}
+
+}  // namespace
+}  // namespace volstack::remote
