@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "bdev/file_device.h"
+#include "remote/nbd_client_device.h"
 #include "stack/daemon.h"
 
 namespace volstack::cli {
@@ -54,6 +55,12 @@ Result<bdev::BlockDevicePtr> OpenDeviceByName(const Context& ctx, const std::str
                                               bool read_only) {
   if (name.empty()) return Status::InvalidArgument("empty device name");
   if (name.front() == '/' || name.front() == '.') return TheOpenFiles().Open(name, read_only);
+  if (remote::IsNbdUri(name)) {
+    remote::NbdClientOptions options;
+    options.read_only = read_only;
+    VS_ASSIGN_OR_RETURN(auto device, remote::NbdClientDevice::Open(name, options));
+    return bdev::BlockDevicePtr(std::move(device));
+  }
   // Inside the daemon, an active device is used as it is: it is already open and exported.
   if (auto* daemon = stack::Daemon::Current()) {
     if (auto device = daemon->registry().Find(name)) return device;

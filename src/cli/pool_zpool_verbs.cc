@@ -15,6 +15,7 @@
 #include "cli/verbs.h"
 #include "pool/memory_bounds.h"
 #include "pool/vdev.h"
+#include "remote/nbd_client_device.h"
 
 namespace volstack::cli {
 
@@ -316,6 +317,17 @@ std::vector<std::pair<std::string, bdev::BlockDevicePtr>> ScanDirs(
     std::error_code ec;
     std::vector<std::string> paths;
     struct stat st;
+    if (remote::IsNbdUri(dir)) {  // an NBD export is scanned as the one device it is
+      remote::NbdClientOptions o;
+      o.read_only = true;
+      auto d = remote::NbdClientDevice::Open(dir, o);
+      if (d.ok()) {
+        out.emplace_back(dir, *d);
+      } else {
+        std::fprintf(stderr, "volstack: %s\n", d.status().ToString().c_str());
+      }
+      continue;
+    }
     if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
       paths.push_back(dir);
     } else {
@@ -342,7 +354,9 @@ int ZpoolImport(Context& ctx, std::vector<std::string> dirs, bool force,
   if (dirs.empty()) dirs.push_back("/dev");
   if (args.size() > 1) return ReportUsage("zpool import: renaming on import is not supported");
   for (const auto& d : dirs) {
-    if (!std::filesystem::exists(d)) return ReportUsage("zpool import: cannot open '" + d + "'");
+    if (!remote::IsNbdUri(d) && !std::filesystem::exists(d)) {
+      return ReportUsage("zpool import: cannot open '" + d + "'");
+    }
   }
   auto cached = poolcli::ReadCache(ctx);
   if (!cached.ok()) return ReportFailure(cached.status());

@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace volstack::remote {
 
@@ -41,9 +42,12 @@ namespace {
 constexpr uint64_t kDefaultMaxRequest = 32ull << 20;
 
 Status LibnbdError(const std::string& what) {
-  const int err = nbd_get_errno();
-  const char* msg = nbd_get_error();
-  return Status::FromErrno(err != 0 ? err : EIO, what + ": " + (msg ? msg : "unknown error"));
+  const int err = nbd_get_errno() != 0 ? nbd_get_errno() : EIO;
+  std::string msg = nbd_get_error() ? nbd_get_error() : "unknown error";
+  // libnbd ends its message with the errno text, which the Status prints once already.
+  const std::string tail = std::string(": ") + std::strerror(err);
+  if (msg.size() > tail.size() && msg.ends_with(tail)) msg.resize(msg.size() - tail.size());
+  return Status::FromErrno(err, what + ": " + msg);
 }
 
 void CloseAll(std::vector<nbd_handle*>& handles) {
