@@ -168,6 +168,7 @@ int RunNbdList(const Context& ctx) {
       }
       arr.push_back({{"address", l.record.address()},
                      {"read_only", l.record.read_only},
+                     {"tls", l.record.tls.empty() ? "off" : l.record.tls},
                      {"serving", l.serving},
                      {"connections", l.connections},
                      {"unserved", l.unserved},
