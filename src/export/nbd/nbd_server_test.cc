@@ -370,12 +370,13 @@ TEST_F(NbdServerTest, HandshakeDeadlineDropsIdleAndDrippingClientsNotServedOnes)
   // handshake's deadline does.
   const auto start = std::chrono::steady_clock::now();
   bool dropped = false;
-  for (int i = 0; i < 20 && !dropped; i++) {
+  for (int i = 0; i < 40 && !dropped; i++) {
     dropped = dripping.Option(kOptList, {}).empty();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   EXPECT_TRUE(dropped) << "a client sending an option every 200 ms was never dropped";
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
+  // Well past the 1 s limit, with room for a loaded machine: the point is that it ends.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(6000));
   EXPECT_EQ(idle.Recv(18).size(), 18u);
   EXPECT_TRUE(idle.AtEof());
   ExpectServed(*served, 1);  // long past the limit, in transmission: untouched
