@@ -61,7 +61,10 @@ void CloseAll(std::vector<nbd_handle*>& handles) {
 Result<nbd_handle*> Connect(const std::string& uri) {
   nbd_handle* h = nbd_create();
   if (h == nullptr) return LibnbdError("nbd: " + uri);
-  if (nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1 ||
+  // The URI is the administrator's (typed on the command line or recorded from it), so its
+  // tls-psk-file= and tls-certificates= may name local files.
+  if (nbd_set_uri_allow_local_file(h, true) == -1 ||
+      nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1 ||
       nbd_connect_uri(h, uri.c_str()) == -1) {
     Status s = LibnbdError("nbd: cannot connect to " + uri);
     nbd_close(h);

@@ -4,10 +4,11 @@
 # a volume, data written through an NBD export of that volume (nbdcopy), `zpool export`,
 # `zpool import -d URI`, the data reads back identical (cmp). A URI whose server is gone
 # gives one error naming it. A PV on a second export carries a VG and an LV. Every client and
-# server runs under `timeout`.
+# server runs under `timeout`. Last, a pool on volstack's own NBD server over TCP with TLS
+# (nbds:// with a PSK file).
 source "$(dirname "$0")/lib.sh"
 need_root
-need_cmd nbdkit nbdcopy cmp
+need_cmd nbdkit nbdcopy cmp psktool python3
 
 S=$T/remote.sock
 timeout 120 nbdkit -f -U "$S" -P "$T/nbdkit.pid" memory 512M &
@@ -58,4 +59,14 @@ timeout 30 "$VOLSTACK" pvcreate "$PV" >/dev/null || fail "pvcreate $PV"
 timeout 30 "$VOLSTACK" vgcreate rvg "$PV" >/dev/null || fail "vgcreate on $PV"
 timeout 30 "$VOLSTACK" lvcreate -L 16M -n lv0 rvg >/dev/null || fail "lvcreate on the NBD PV"
 vs lvs --noheadings -o lv_name,vg_name | grep -q "lv0 *rvg" || fail "lv0 not listed: $(vs lvs)"
+# A vdev over TLS: volstack's own server on 127.0.0.1 with a PSK, the pool on nbds://.
+psktool -u alice -p "$T/keys.psk" >/dev/null
+truncate -s 256M "$T/far.img"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+vs --state-dir "$T/far" nbd serve --tls-psk "$T/keys.psk" --bind "127.0.0.1:$PORT" d="$T/far.img"
+on_exit_kill "$(cat "$T/far/nbd.pid")"
+FAR="nbds://alice@127.0.0.1:$PORT/d?tls-psk-file=$T/keys.psk"
+timeout 30 "$VOLSTACK" zpool create tp "$FAR" || fail "zpool create over TLS"
+vs zpool list -H -o name,health | grep -qx $'tp\tONLINE' || fail "tp: $(vs zpool list)"
+timeout 30 "$VOLSTACK" zpool export tp || fail "zpool export tp"
 echo PASS
