@@ -153,6 +153,8 @@ class PoolImpl {
   // CountDirtyLocked): what ReserveDirty keeps room for beyond the data.
   std::atomic<uint64_t> dirty_meta_bytes{0};
   std::atomic<uint64_t> cache_bytes{0};  // the volumes' cached indirect blocks
+  // Partial-block writes that read the old block from the tree (benchmarks, tests).
+  std::atomic<uint64_t> rmw_reads{0};
   // Set when the indirect caches gave up enough memory to be worth handing back to the
   // kernel (Volume::TrimCacheLocked). TrimHeap does it, after a commit, with no lock held:
   // malloc_trim walks the whole heap, and readers would wait for it. It also trims the

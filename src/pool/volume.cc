@@ -309,6 +309,7 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
         }
       } else {
         // Read-modify-write from the tree: other writers of this block wait for us.
+        pool_->rmw_reads++;
         loading_.insert(blkid);
         l.unlock();
         Status st = ReadFromTree(blkid, 0, buf.get(), vbs_);
