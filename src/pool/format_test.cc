@@ -204,5 +204,34 @@ TEST(RangeSetTest, AddRemoveMergeAndFit) {
   EXPECT_EQ(s.RangeAt(30), std::nullopt);
 }
 
+// With a run unit: the bytes in whole units and the runs shorter than one follow every
+// merge and split.
+TEST(RangeSetTest, RunUnitCountsWholeUnitsAndIndexesShortRuns) {
+  RangeSet s(16);
+  EXPECT_TRUE(s.Add(0, 40));  // [0, 40): two units
+  EXPECT_EQ(s.unit_bytes(), 32u);
+  EXPECT_EQ(s.FindFitInShortRun(4, 0, 4), std::nullopt);
+  EXPECT_TRUE(s.Remove(8, 4));  // [0, 8) [12, 40): one unit and a short run
+  EXPECT_EQ(s.unit_bytes(), 16u);
+  EXPECT_EQ(s.FindFitInShortRun(4, 0, 4), std::optional<uint64_t>(0));
+  EXPECT_EQ(s.FindFitInShortRun(4, 4, 4), std::optional<uint64_t>(0));  // wraps
+  EXPECT_EQ(s.FindFitInShortRun(12, 0, 4), std::nullopt);               // longer than any
+  EXPECT_TRUE(s.Add(100, 8));                                           // [100, 108)
+  EXPECT_EQ(s.FindFitInShortRun(8, 50, 4), std::optional<uint64_t>(100));
+  EXPECT_TRUE(s.Add(8, 4));  // merged back: [0, 40)
+  EXPECT_EQ(s.unit_bytes(), 32u);
+  EXPECT_EQ(s.FindFitInShortRun(4, 0, 4), std::optional<uint64_t>(100));
+  EXPECT_TRUE(s.Add(108, 8));  // [100, 116): still short
+  EXPECT_TRUE(s.Add(116, 4));  // [100, 120): a unit now
+  EXPECT_EQ(s.unit_bytes(), 48u);
+  EXPECT_EQ(s.FindFitInShortRun(4, 0, 4), std::nullopt);
+  s.Clear();
+  EXPECT_EQ(s.unit_bytes(), 0u);
+  RangeSet plain;  // no unit: nothing is tracked
+  EXPECT_TRUE(plain.Add(0, 8));
+  EXPECT_EQ(plain.unit_bytes(), 0u);
+  EXPECT_EQ(plain.FindFitInShortRun(4, 0, 4), std::nullopt);
+}
+
 }  // namespace
 }  // namespace volstack::pool

@@ -36,6 +36,8 @@ inline constexpr uint64_t kTxgDefer = 2;
 // Consecutive bytes allocated on one vdev before moving to the next (striping).
 inline constexpr uint64_t kStripeUnit = 1 << 20;
 inline constexpr uint64_t kRewindRunBytes = 1 << 20;  // PoolImpl::cursor
+// What ReserveDirty keeps for a commit's space map and MOS blocks.
+inline constexpr uint64_t kMetaSlackBytes = 2 << 20;
 
 // What a thick volume reserves: volsize plus its indirect blocks when fully written.
 uint64_t MetaOverhead(const PoolImpl& pool, uint64_t nblocks);
@@ -162,6 +164,11 @@ class PoolImpl {
   std::atomic<bool> heap_to_trim{false};
   void TrimHeap();
   std::atomic<uint64_t> free_bytes{0};  // allocatable now (excludes deferred frees)
+  // Small frees cut the free space into holes too short for an indirect block (16 KiB in
+  // one piece), which a commit must find for every dirty L1 block and more. Small data
+  // blocks go into those holes, instead of cutting up whole runs, once the bytes in whole
+  // runs of kIndirectBlockSize (RangeSet::unit_bytes) are down to this (AllocateLocked).
+  uint64_t RunsLowWater() const;
   std::atomic<uint64_t> unused_reservation{0};
   std::atomic<uint64_t> synced_txg{0};
 
@@ -232,6 +239,8 @@ class PoolImpl {
   // The sync thread's commit on a kick: skipped when, once sync_mu is held, less than
   // `bytes` is dirty (a commit that ran meanwhile took the data that kicked it).
   Status SyncIfDirtyAtLeast(uint64_t bytes);
+  // Next-fit from the vdev's cursor; a block smaller than an indirect block is put in a hole
+  // too short for one first while the runs are low (RunsLowWater).
   Result<Dva> AllocateLocked(uint64_t size);
   void ReleaseLocked(const Dva& dva);  // back to the free set
   // Early writes (early_write.cc), sync_mu held: space for one, taken from the free set

@@ -23,6 +23,23 @@ bool RangeSet::Contains(uint64_t start, uint64_t len) const {
   return it->first <= start && it->second >= start + len;
 }
 
+void RangeSet::InsertRun(uint64_t start, uint64_t end) {
+  ranges_.emplace(start, end);
+  if (unit_ == 0) return;
+  const uint64_t len = end - start;
+  unit_bytes_ += len / unit_ * unit_;
+  if (len < unit_) short_runs_.insert(start);
+}
+
+RangeSet::Runs::iterator RangeSet::EraseRun(Runs::iterator it) {
+  if (unit_ != 0) {
+    const uint64_t len = it->second - it->first;
+    unit_bytes_ -= len / unit_ * unit_;
+    if (len < unit_) short_runs_.erase(it->first);
+  }
+  return ranges_.erase(it);
+}
+
 bool RangeSet::Add(uint64_t start, uint64_t len) {
   if (len == 0) return true;
   if (Overlaps(start, len)) return false;
@@ -30,17 +47,16 @@ bool RangeSet::Add(uint64_t start, uint64_t len) {
   auto next = ranges_.lower_bound(s);
   if (next != ranges_.end() && next->first == e) {
     e = next->second;
-    next = ranges_.erase(next);
+    next = EraseRun(next);
   }
   if (next != ranges_.begin()) {
     auto prev = std::prev(next);
     if (prev->second == s) {
-      prev->second = e;
-      total_ += len;
-      return true;
+      s = prev->first;
+      EraseRun(prev);
     }
   }
-  ranges_.emplace(s, e);
+  InsertRun(s, e);
   total_ += len;
   return true;
 }
@@ -52,9 +68,9 @@ bool RangeSet::Remove(uint64_t start, uint64_t len) {
   --it;
   const uint64_t s = it->first, e = it->second, end = start + len;
   if (s > start || e < end) return false;
-  ranges_.erase(it);
-  if (s < start) ranges_.emplace(s, start);
-  if (end < e) ranges_.emplace(end, e);
+  EraseRun(it);
+  if (s < start) InsertRun(s, start);
+  if (end < e) InsertRun(end, e);
   total_ -= len;
   return true;
 }
@@ -76,6 +92,24 @@ std::optional<uint64_t> RangeSet::FindFit(uint64_t len, uint64_t hint, uint64_t 
   }
   for (auto i = ranges_.begin(); i != it; ++i) {
     if (auto r = fits(i->first, i->second, 0)) return r;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> RangeSet::FindFitInShortRun(uint64_t len, uint64_t hint,
+                                                    uint64_t align) const {
+  auto fits = [&](uint64_t s) -> std::optional<uint64_t> {
+    const uint64_t e = ranges_.at(s);
+    const uint64_t a = (s + align - 1) / align * align;
+    if (a < e && e - a >= len) return a;
+    return std::nullopt;
+  };
+  const auto from = short_runs_.lower_bound(hint);
+  for (auto i = from; i != short_runs_.end(); ++i) {
+    if (auto r = fits(*i)) return r;
+  }
+  for (auto i = short_runs_.begin(); i != from; ++i) {
+    if (auto r = fits(*i)) return r;
   }
   return std::nullopt;
 }

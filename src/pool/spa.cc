@@ -242,7 +242,7 @@ Result<DirtyReservation> PoolImpl::ReserveDirty(Volume* vol, uint64_t bytes) {
   const uint64_t request_meta =
       request_l1s * LevelsFor(vol->volsize() / vbs) * asize(kIndirectBlockSize);
   const uint64_t meta =
-      std::max(pending / 32, dirty_meta_bytes.load() + request_meta) + (uint64_t{2} << 20);
+      std::max(pending / 32, dirty_meta_bytes.load() + request_meta) + kMetaSlackBytes;
   const uint64_t r = vol->refreservation.load(), u = vol->used();
   const uint64_t own_unused = r > u ? r - u : 0;
   const uint64_t own = vol->pending_dirty() + bytes;

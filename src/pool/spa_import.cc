@@ -63,7 +63,7 @@ Status CheckDatasets(const MosPhys& mos, const std::string& pool) {
 
 void ResetSpace(PoolImpl& p) {
   const size_t n = p.vdevs.size();
-  p.free.assign(n, RangeSet{});
+  p.free.assign(n, RangeSet{kIndirectBlockSize});
   p.live.assign(n, RangeSet{});
   p.early.assign(n, RangeSet{});
   p.cursor.assign(n, kAllocStart);

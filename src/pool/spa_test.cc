@@ -467,6 +467,44 @@ TEST(PoolTest, OverwrittenSpaceIsReusedBeforeNeverWrittenSpace) {
   ExpectConsistent(*f.pool, true);
 }
 
+// Random small overwrites leave the free space in holes of one block each. An indirect
+// block (16 KiB) needs a whole run of its size: with the holes everywhere and no run left,
+// the commit found no room for one and suspended the pool, while half of it was free. The
+// writes must go on (their data into the holes), and a commit must always find its runs.
+TEST(PoolTest, RandomSmallOverwritesLeaveRoomForIndirectBlocks) {
+  auto f = MakePool(1, 64 * kMiB);
+  const uint64_t volsize = 44 * kMiB;
+  VolumeOptions vo;
+  vo.volsize = volsize;
+  vo.volblocksize = 4096;
+  vo.sparse = true;
+  vo.props["logbias"] = "throughput";
+  ASSERT_TRUE(f.pool->CreateVolume("trunk/v", vo).ok());
+  auto v = *f.pool->OpenVolume("trunk/v");
+  std::vector<uint8_t> model;
+  const auto mib = Pattern(kMiB, 50);
+  while (model.size() < volsize) model.insert(model.end(), mib.begin(), mib.end());
+  ASSERT_TRUE(v->Write(0, model).ok());
+  ASSERT_TRUE(v->Flush().ok());
+  std::mt19937_64 rng(51);
+  const auto d = Pattern(4096, 52);
+  for (int txg = 0; txg < 16; txg++) {
+    for (int i = 0; i < 3072; i++) {
+      const uint64_t off = rng() % (volsize / 4096) * 4096;
+      const Status st = v->Write(off, d);
+      ASSERT_TRUE(st.ok()) << "txg " << txg << " write " << i << ": " << st.ToString();
+      std::memcpy(model.data() + off, d.data(), d.size());
+    }
+    const Status st = v->Flush();
+    ASSERT_TRUE(st.ok()) << "txg " << txg << ": " << st.ToString();
+  }
+  std::vector<uint8_t> back(volsize);
+  ASSERT_TRUE(v->Read(0, back).ok());
+  EXPECT_TRUE(back == model);
+  v.reset();
+  ExpectConsistent(*f.pool, true);
+}
+
 TEST(PoolTest, StripesAcrossVdevsAndImportsInAnyOrder) {
   auto f = MakePool(3, 64 * kMiB);
   VolumeOptions vo;

@@ -107,9 +107,14 @@ void PoolImpl::ReapCacheFillsLocked(bool all) {
 Result<Dva> PoolImpl::AllocateLocked(uint64_t size) {
   const uint64_t asz = asize(size);
   const uint32_t n = static_cast<uint32_t>(vdevs.size());
+  const uint64_t low_water = asz < kIndirectBlockSize ? RunsLowWater() / n : 0;
   for (uint32_t k = 0; k < n; k++) {
     const uint32_t v = (rotor + k) % n;
-    auto off = free[v].FindFit(asz, cursor[v], uint64_t{1} << ashift);
+    std::optional<uint64_t> off;
+    if (asz < kIndirectBlockSize && free[v].unit_bytes() < low_water) {
+      off = free[v].FindFitInShortRun(asz, cursor[v], uint64_t{1} << ashift);
+    }
+    if (!off) off = free[v].FindFit(asz, cursor[v], uint64_t{1} << ashift);
     if (!off) continue;
     VS_CHECK(free[v].Remove(*off, asz));
     free_bytes -= asz;
@@ -130,6 +135,14 @@ Result<Dva> PoolImpl::AllocateLocked(uint64_t size) {
     return d;
   }
   return Status::NoSpace("pool " + name + ": out of space");
+}
+
+uint64_t PoolImpl::RunsLowWater() const {
+  // Twice the indirect blocks the dirty data may need, with room for the space map and MOS,
+  // and the slop: while the runs hold more, small blocks are placed next-fit as any other,
+  // so a txg's blocks still land in runs.
+  return 2 * (dirty_meta_bytes.load() + kMetaSlackBytes) +
+         std::max<uint64_t>(total_size() / 32, 1 << 20);
 }
 
 void PoolImpl::ReleaseLocked(const Dva& dva) {
