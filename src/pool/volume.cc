@@ -23,6 +23,11 @@ constexpr uint64_t kTrimShare = 32;
 // commit's own thread together.
 constexpr uint64_t kHelperThreadBytes = 1 << 20;
 
+// SyncTree encodes and checksums dirty indirect blocks this many at a time (1 MiB of
+// scratch), sharing a batch with a helper thread from kIndirectHelperBlocks on.
+constexpr size_t kIndirectBatch = 64;
+constexpr size_t kIndirectHelperBlocks = 16;
+
 }  // namespace
 
 uint32_t LevelsFor(uint64_t nblocks) {
@@ -638,42 +643,79 @@ Status Volume::SyncTree(SyncContext& ctx) {
     ind->dirty = true;
     dirty[1].insert(blkid >> kIndirectShift);
   }
-  std::vector<uint8_t> buf(kIndirectBlockSize);
+  // The dirty indirect blocks, bottom-up, a batch at a time: each batch is encoded and
+  // checksummed (on both cores when it is large: scattered small writes dirty an L1 block
+  // for every few data blocks), then allocated, written and hung in its parent here.
+  std::vector<uint8_t> scratch(kIndirectBatch * kIndirectBlockSize);
+  std::vector<Indirect*> inds(kIndirectBatch);
+  std::vector<uint64_t> fills(kIndirectBatch);
+  std::vector<Checksum> sums(kIndirectBatch);
   for (uint32_t level = 1; level <= phys_.levels; level++) {
-    for (uint64_t index : dirty[level]) {
-      auto it = cache_.find(Key(level, index));
-      VS_CHECK(it != cache_.end());
-      Indirect& ind = *it->second;
-      BlockPtr nbp;
-      uint64_t fill = 0;
-      for (uint32_t i = 0; i < kBpsPerIndirect; i++) {
-        const BlockPtr c = ind.bps.Get(i);
-        fill += c.fill;
-        EncodeBlockPtr(c, &buf[i * kBlkptrSize]);
+    const std::vector<uint64_t> indexes(dirty[level].begin(), dirty[level].end());
+    for (size_t first = 0; first < indexes.size(); first += kIndirectBatch) {
+      const size_t count = std::min(kIndirectBatch, indexes.size() - first);
+      for (size_t k = 0; k < count; k++) {
+        auto it = cache_.find(Key(level, indexes[first + k]));
+        VS_CHECK(it != cache_.end());
+        inds[k] = it->second.get();
       }
-      if (fill > 0) {
-        VS_ASSIGN_OR_RETURN(nbp.dva[0], ctx.Allocate(kIndirectBlockSize, this));
-        nbp.lsize = nbp.psize = kIndirectBlockSize;
-        nbp.cksum = cksum;
-        nbp.type = BlockType::kVolIndirect;
-        nbp.level = static_cast<uint8_t>(level);
-        nbp.fill = fill;
-        nbp.birth = ctx.txg;
-        nbp.checksum = ComputeChecksum(cksum, buf);
-        VS_RETURN_IF_ERROR(ctx.Write(nbp.dva[0], buf));
+      // Only reads the cached blocks, which nothing changes while tree_mu_ is held here.
+      auto encode = [&](size_t from, size_t to) {
+        for (size_t k = from; k < to; k++) {
+          uint8_t* out = &scratch[k * kIndirectBlockSize];
+          uint64_t fill = 0;
+          for (uint32_t i = 0; i < kBpsPerIndirect; i++) {
+            const BlockPtr c = inds[k]->bps.Get(i);
+            fill += c.fill;
+            EncodeBlockPtr(c, out + i * kBlkptrSize);
+          }
+          fills[k] = fill;
+          if (fill > 0) {
+            sums[k] = ComputeChecksum(cksum, std::span<const uint8_t>(out, kIndirectBlockSize));
+          }
+        }
+      };
+      std::thread helper;
+      const size_t mine = count >= kIndirectHelperBlocks ? count / 2 : count;
+      if (mine < count) {
+        try {
+          helper = std::thread(encode, mine, count);
+        } catch (const std::system_error&) {
+          encode(mine, count);  // no thread to be had
+        }
       }
-      ind.dirty = false;
-      if (level == phys_.levels) {
-        if (!phys_.root.IsHole()) VS_RETURN_IF_ERROR(ctx.Free(phys_.root, this));
-        phys_.root = nbp;
-      } else {
-        VS_ASSIGN_OR_RETURN(auto parent, GetForWriteLocked(level + 1, index >> kIndirectShift));
-        parent->dirty = true;
-        const uint32_t i = index & (kBpsPerIndirect - 1);
-        const BlockPtr old = parent->bps.Get(i);
-        if (!old.IsHole()) VS_RETURN_IF_ERROR(ctx.Free(old, this));
-        SetPointerLocked(*parent, i, nbp);
-        dirty[level + 1].insert(index >> kIndirectShift);
+      encode(0, mine);
+      if (helper.joinable()) helper.join();
+      for (size_t k = 0; k < count; k++) {
+        const uint64_t index = indexes[first + k];
+        Indirect& ind = *inds[k];
+        BlockPtr nbp;
+        if (fills[k] > 0) {
+          VS_ASSIGN_OR_RETURN(nbp.dva[0], ctx.Allocate(kIndirectBlockSize, this));
+          nbp.lsize = nbp.psize = kIndirectBlockSize;
+          nbp.cksum = cksum;
+          nbp.type = BlockType::kVolIndirect;
+          nbp.level = static_cast<uint8_t>(level);
+          nbp.fill = fills[k];
+          nbp.birth = ctx.txg;
+          nbp.checksum = sums[k];
+          VS_RETURN_IF_ERROR(ctx.Write(
+              nbp.dva[0],
+              std::span<const uint8_t>(&scratch[k * kIndirectBlockSize], kIndirectBlockSize)));
+        }
+        ind.dirty = false;
+        if (level == phys_.levels) {
+          if (!phys_.root.IsHole()) VS_RETURN_IF_ERROR(ctx.Free(phys_.root, this));
+          phys_.root = nbp;
+        } else {
+          VS_ASSIGN_OR_RETURN(auto parent, GetForWriteLocked(level + 1, index >> kIndirectShift));
+          parent->dirty = true;
+          const uint32_t i = index & (kBpsPerIndirect - 1);
+          const BlockPtr old = parent->bps.Get(i);
+          if (!old.IsHole()) VS_RETURN_IF_ERROR(ctx.Free(old, this));
+          SetPointerLocked(*parent, i, nbp);
+          dirty[level + 1].insert(index >> kIndirectShift);
+        }
       }
     }
   }
