@@ -13,7 +13,9 @@
 //                 the pool's include its throttle's waits for commits), write_amp (bytes
 //                 the vdev received / bytes written), rmw_pct (the share of writes that
 //                 read the old block: PoolImpl::rmw_reads), ref_us and pool_us per write,
-//                 pool_cpu_us (the process's CPU per write, every pool thread)
+//                 ref_cpu_us and pool_cpu_us (the process's CPU per write, every thread,
+//                 the kernel's share included) and their ratio cpu_ratio (steadier than
+//                 the clock on a loaded machine, but blind to the host disk's writeback)
 //                                                                       target ratio >= 0.6
 //   SeqWrite64K   64 KiB sequential writes, flush every 16 MiB          target ratio >= 0.8
 //                 /0 on sparse files, /1 on files written through first (block-device-like:
@@ -282,13 +284,14 @@ void RandWrite4KNoFlush(benchmark::State& state) {
   FillBoth(raw, pv, size);
   auto d = Data(4096);
   const int n = 16384;  // 64 MiB a pass: the pool commits several txgs on its own
-  double ref_s = 0, pool_s = 0, ref_write_s = 0, pool_write_s = 0, pool_cpu = 0;
+  double ref_s = 0, pool_s = 0, ref_write_s = 0, pool_write_s = 0, ref_cpu = 0, pool_cpu = 0;
   std::mt19937_64 rng(6);
   const uint64_t written_before = pv.counter->written;
   const uint64_t rmw_before = pv.pool->impl()->rmw_reads.load();
   for (auto _ : state) {
     std::vector<uint64_t> offs(n);
     for (auto& o : offs) o = (rng() % (size / 4096)) * 4096;
+    const double r0 = ProcessCpu();
     const auto t0 = Clock::now();
     for (const uint64_t off : offs) {
       if (::pwrite(raw.fd, d.data(), 4096, static_cast<off_t>(off)) != 4096) Die("pwrite");
@@ -297,6 +300,7 @@ void RandWrite4KNoFlush(benchmark::State& state) {
     if (::fdatasync(raw.fd) != 0) Die("fdatasync");
     const auto t2 = Clock::now();
     const double c0 = ProcessCpu();
+    ref_cpu += c0 - r0;
     for (const uint64_t off : offs) {
       if (auto st = pv.dev->Write(off, d); !st.ok()) Die(st.ToString());
     }
@@ -317,7 +321,9 @@ void RandWrite4KNoFlush(benchmark::State& state) {
       100.0 * double(pv.pool->impl()->rmw_reads.load() - rmw_before) / writes;
   state.counters["ref_us"] = ref_s / writes * 1e6;
   state.counters["pool_us"] = pool_s / writes * 1e6;
+  state.counters["ref_cpu_us"] = ref_cpu / writes * 1e6;
   state.counters["pool_cpu_us"] = pool_cpu / writes * 1e6;
+  state.counters["cpu_ratio"] = ref_cpu / pool_cpu;
 }
 BENCHMARK(RandWrite4KNoFlush)
     ->Args({16384, 0})
