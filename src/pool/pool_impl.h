@@ -97,8 +97,8 @@ class PoolImpl {
   // mismatch or an out-of-range address. Served from block_cache when it holds the block;
   // verified data blocks are offered to it. `cache_asked`: the caller's own Lookup of this
   // block just missed (and counted the access, if the caller counts), so the cache is not
-  // asked again.
-  Status ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked = false);
+  // asked again. `offer` false: a data block read from the vdev is not offered to it.
+  Status ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked = false, bool offer = true);
 
   // Verified block contents (block_cache.h), under the `cache` bound shared with the
   // volumes' indirect caches (cache_bytes). Created with the pool (Create/Import).

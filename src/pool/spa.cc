@@ -190,7 +190,7 @@ uint64_t PoolImpl::total_size() const {
   return t;
 }
 
-Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked) {
+Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked, bool offer) {
   const Dva& d = bp.dva[0];
   if (d.vdev >= vdevs.size() || d.offset < kAllocStart ||
       d.offset + d.asize() > vdevs[d.vdev]->alloc_end() || bp.psize != bp.lsize) {
@@ -206,7 +206,7 @@ Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked) {
     return Status::IoError("pool " + name + ": checksum mismatch in " + bp.ToString());
   }
   // Indirect blocks are cached decoded by their volume; only data is worth a second copy.
-  if (block_cache && bp.type == BlockType::kVolData)
+  if (block_cache && offer && bp.type == BlockType::kVolData)
     block_cache->Insert(key, dst, false, Offer::kRead);
   return Status::Ok();
 }

@@ -157,13 +157,17 @@ class Volume {
   static uint64_t Key(uint32_t level, uint64_t index) { return (uint64_t{level} << 56) | index; }
 
   // Read path (volume_read.cc).
+  // For a read-modify-write: the block's bytes, taken from the block cache when it holds
+  // them but never offered to it (the commit replaces the block, and its new bytes go to
+  // the cache then; a copy of the old ones would only push out live blocks).
   Status ReadFromTree(uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n);
   // Reads [in_off, in_off + n) of block `blkid` whose pointer was `bp`, verified; on a
   // mismatch looks the pointer up again once (the block may have moved). `cache_asked`:
   // the block cache just missed `bp` (PoolImpl::ReadBlock); a pointer looked up again is
   // asked for in the cache as usual.
+  // `offer`: a block read from the vdev is offered to the block cache.
   Status ReadBp(BlockPtr bp, uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n,
-                bool cache_asked = false);
+                bool cache_asked = false, bool offer = true);
   // EIO unless `bp` is a plausible data block pointer of this volume on an existing vdev.
   Status CheckDataBp(const BlockPtr& bp) const;
   // Records where the L1 block `l1_index` keeps its packed pointers, for PrefetchPointer

@@ -93,7 +93,7 @@ Status Volume::CheckDataBp(const BlockPtr& bp) const {
 }
 
 Status Volume::ReadBp(BlockPtr bp, uint64_t blkid, uint32_t in_off, uint8_t* dst, uint32_t n,
-                      bool cache_asked) {
+                      bool cache_asked, bool offer) {
   for (int attempt = 0;; attempt++) {
     if (bp.IsHole()) {
       std::memset(dst, 0, n);
@@ -103,11 +103,11 @@ Status Volume::ReadBp(BlockPtr bp, uint64_t blkid, uint32_t in_off, uint8_t* dst
     Status st;
     const bool asked = cache_asked && attempt == 0;  // a pointer looked up again was not
     if (in_off == 0 && n == vbs_) {
-      st = pool_->ReadBlock(bp, dst, asked);
+      st = pool_->ReadBlock(bp, dst, asked, offer);
     } else {
       ScratchLease scratch;
       uint8_t* tmp = scratch->Bounce(vbs_);
-      st = pool_->ReadBlock(bp, tmp, asked);
+      st = pool_->ReadBlock(bp, tmp, asked, offer);
       if (st.ok()) std::memcpy(dst, tmp + in_off, n);
     }
     if (st.ok() || attempt > 0) return st;
@@ -127,7 +127,7 @@ Status Volume::ReadFromTree(uint64_t blkid, uint32_t in_off, uint8_t* dst, uint3
     uint64_t span;
     VS_ASSIGN_OR_RETURN(bp, LookupL0Locked(blkid, &span));
   }
-  return ReadBp(bp, blkid, in_off, dst, n);
+  return ReadBp(bp, blkid, in_off, dst, n, /*cache_asked=*/false, /*offer=*/false);
 }
 
 Status Volume::LookupRangeLocked(uint64_t first, size_t count, const uint8_t* need, BlockPtr* out) {

@@ -209,6 +209,40 @@ TEST(VolumeReadTest, CachedBlocksAreReadWithoutVdevIo) {
   EXPECT_EQ(cache.Stats().hits - hits_before, 256u);
 }
 
+// A partial write reads the old block to merge into (read-modify-write): from the cache
+// when the cache holds it, but what it reads from the vdev it keeps out of the cache, as the
+// commit replaces the block (and caches the new bytes itself).
+TEST(VolumeReadTest, AReadModifyWriteDoesNotCacheTheOldBlock) {
+  constexpr uint32_t kVbs = 16384;
+  auto s = Make(bdev::MemoryDevice::Create(64 * kMiB), kVbs, 4 * kMiB, ReadersCacheAtOnce());
+  auto d = Pattern(kMiB, 12);
+  ASSERT_TRUE(s.dev->Write(0, d).ok());
+  ASSERT_TRUE(s.pool->Sync().ok());
+  PoolImpl& p = *s.pool->impl();
+  p.FinishCacheFills();
+  auto& cache = *p.block_cache;
+  cache.Clear();
+  const auto part = Pattern(4096, 13);
+  const uint64_t rmw_before = p.rmw_reads.load();
+  ASSERT_TRUE(s.dev->Write(kVbs * 5 + 4096, part).ok());
+  EXPECT_EQ(p.rmw_reads.load() - rmw_before, 1u);
+  EXPECT_EQ(cache.Stats().entries, 0u);
+  // A read of the same kind of block does cache it.
+  std::vector<uint8_t> back(4096);
+  ASSERT_TRUE(s.dev->Read(kVbs * 6, back).ok());
+  EXPECT_EQ(cache.Stats().entries, 1u);
+  // Both blocks read back right, before and after their commit.
+  for (int pass = 0; pass < 2; pass++) {
+    std::vector<uint8_t> blocks(2 * kVbs);
+    ASSERT_TRUE(s.dev->Read(kVbs * 5, blocks).ok());
+    std::vector<uint8_t> want(d.begin() + kVbs * 5, d.begin() + kVbs * 7);
+    std::copy(part.begin(), part.end(), want.begin() + 4096);
+    EXPECT_TRUE(blocks == want) << "pass " << pass;
+    ASSERT_TRUE(s.pool->Sync().ok());
+  }
+  ExpectConsistent(*s.pool, true);
+}
+
 // A volume holding `d`, committed, with nothing in the block cache: its reads start with
 // misses, and readers' misses go into the cache at once.
 Setup WrittenNothingCached(bdev::BlockDevicePtr below, uint32_t vbs,
