@@ -40,6 +40,8 @@ class Emitter {
     for (size_t i = 0; i < v.size(); i++) s += (i ? ", " : "") + QuoteConfigString(v[i]);
     Line(s + "]");
   }
+  // A config item with the layout it was read with.
+  void Raw(const ConfigNode& item) { WriteConfigItem(item, indent_ ? depth_ : 0, indent_, &out_); }
   std::string& out() { return out_; }
 
  private:
@@ -53,6 +55,29 @@ std::string AreaName(const VolumeGroup& vg, const SegmentArea& a) {
 }
 
 void EmitSegment(Emitter& e, const VolumeGroup& vg, const Segment& seg, size_t n) {
+  if (seg.kept) {
+    e.Open("segment" + std::to_string(n));
+    for (const ConfigNode& item : seg.kept_items) {
+      ConfigNode c = item;
+      // The fields are the truth for what the model tracks; the rest is written as read.
+      if (c.key == "start_extent" || c.key == "extent_count" || c.key == "type") {
+        c.is_section = c.is_array = false;
+        c.children.clear();
+        c.rows.clear();
+        ConfigValue v;
+        if (c.key == "type") {
+          v.text = seg.type;
+        } else {
+          v.type = ConfigValue::Type::kInt;
+          v.integer = c.key == "start_extent" ? seg.start_extent : seg.extent_count;
+        }
+        c.values = {v};
+      }
+      e.Raw(c);
+    }
+    e.Close();
+    return;
+  }
   e.Open("segment" + std::to_string(n));
   e.Num("start_extent", seg.start_extent);
   e.Num("extent_count", seg.extent_count);
