@@ -29,6 +29,7 @@ class Parser {
       ConfigNode node;
       node.blank_before = newlines >= 2;
       VS_ASSIGN_OR_RETURN(node.key, Identifier());
+      node.compact = pos_ < s_.size() && s_[pos_] == '=';
       SkipSpace();
       if (pos_ >= s_.size()) return Error("unexpected end of text after '" + node.key + "'");
       if (s_[pos_] == '{') {
@@ -299,23 +300,24 @@ void WriteConfigItem(const ConfigNode& node, int indent, bool tabs, std::string*
     line(indent, "}");
     return;
   }
+  const std::string assign = node.key + (node.compact ? "=" : " = ");
   if (!node.is_array) {
-    line(indent, node.key + " = " + (node.values.empty() ? "\"\"" : FormatValue(node.values[0])));
+    line(indent, assign + (node.values.empty() ? "\"\"" : FormatValue(node.values[0])));
     return;
   }
   auto join = [&](size_t from, size_t n) {
     std::string s;
     for (size_t i = from; i < from + n && i < node.values.size(); i++) {
-      s += (i > from ? ", " : "") + FormatValue(node.values[i]);
+      s += (i > from ? (node.compact ? "," : ", ") : "") + FormatValue(node.values[i]);
     }
     return s;
   };
   if (node.rows.empty() || node.values.empty()) {
-    line(indent, node.key + " = [" + join(0, node.values.size()) + "]");
+    line(indent, assign + "[" + join(0, node.values.size()) + "]");
     return;
   }
   // lvm2's area lists (out_areas): "[" alone, one line per area, "," after all but the last.
-  line(indent, node.key + " = [");
+  line(indent, assign + "[");
   size_t at = 0;
   for (size_t r = 0; r < node.rows.size() && at < node.values.size(); r++) {
     const size_t n = r + 1 == node.rows.size() ? node.values.size() - at : node.rows[r];

@@ -41,6 +41,9 @@ struct ConfigNode {
   // written over several lines, how many values each line holds (empty: on one line).
   bool blank_before = false;
   std::vector<uint32_t> rows;
+  // "key=value" without spaces, arrays without a space after ','. libdm's own config writer
+  // (which lvm2 uses for a segment type it does not know) writes items this way.
+  bool compact = false;
 
   bool operator==(const ConfigNode&) const = default;
 
