@@ -226,6 +226,7 @@ refuse "vgx/snap is part of LV vgx/snapshot0" lvreduce -y -L -1m vgx/snap
 refuse "vgx/origin is part of LV vgx/snapshot0" lvremove -y vgx/origin
 refuse "vgx/unk has segment type frobnicate" lvremove -y vgx/unk
 refuse "vgx/r1_rimage_0 is part of LV vgx/r1" pvmove "$A:5" "$B"
+refuse "which volstack does not serve: not removed" vgremove -f vgx
 expect_fail vs vgreduce vgx "$A"
 [ "$(seqno)" = "$seq0" ] || fail "a refused command wrote metadata"
 backup "$T/after"
