@@ -179,6 +179,14 @@ vs lvremove -y vgx/new1 >/dev/null
 backup "$T/after"
 diff -u "$T/before" "$T/after" || fail "lvcreate/lvextend/lvremove of another LV changed the VG"
 lvm vgck "${LC[@]}" vgx 2>/dev/null || fail "vgck after volstack's rewrites"
+# volstack's own backup file restores (through lvm2 and through volstack) to the same VG.
+vs vgcfgbackup -f "$T/vs.backup" vgx >/dev/null
+lvm vgcfgrestore "${LC[@]}" --force -f "$T/vs.backup" vgx >/dev/null 2>&1 || fail "lvm2 restore of volstack's backup"
+backup "$T/after"
+diff -u "$T/before" "$T/after" || fail "volstack's backup restored by lvm2 differs"
+vs vgcfgrestore -f "$T/vs.backup" vgx >/dev/null || fail "volstack restore of its backup"
+backup "$T/after"
+diff -u "$T/before" "$T/after" || fail "volstack's backup restored by volstack differs"
 # Lasting changes to lin (extended, then moved to the other PV): only lin differs.
 vs lvextend -L +1m vgx/lin >/dev/null
 vs pvmove -n lin "$A" "$B" >/dev/null || fail "pvmove of lin"
