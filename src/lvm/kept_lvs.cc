@@ -33,7 +33,8 @@ bool SameLv(const VolumeGroup& va, const LogicalVolume& a, const VolumeGroup& vb
   if (a.id != b.id || a.status != b.status || a.flags != b.flags || a.tags != b.tags ||
       a.creation_time != b.creation_time || a.creation_host != b.creation_host ||
       a.allocation_policy != b.allocation_policy || a.read_ahead != b.read_ahead ||
-      a.segments.size() != b.segments.size()) {
+      a.lock_args != b.lock_args || a.profile != b.profile || a.major != b.major ||
+      a.minor != b.minor || a.segments.size() != b.segments.size()) {
     return false;
   }
   for (size_t i = 0; i < a.segments.size(); i++) {

@@ -61,6 +61,24 @@ TEST(KeptLvsTest, EveryTypeRoundTripsByteForByte) {
   EXPECT_EQ(ExportVg(*from_backup, info), out);
 }
 
+TEST(KeptLvsTest, LvFieldsLvm2WritesRoundTrip) {
+  // lvm2 2.03.16 wrote lin this way from a restore giving it a fixed minor, a policy and
+  // read-ahead.
+  std::string t = EveryTypeText();
+  const std::string from = "status = [\"READ\", \"WRITE\", \"VISIBLE\"]\nflags = []\n";
+  const size_t lin = t.find("\nlin {\n");
+  ASSERT_NE(lin, std::string::npos);
+  t.replace(t.find(from, lin), from.size(),
+            "status = [\"READ\", \"WRITE\", \"FIXED_MINOR\", \"VISIBLE\"]\nflags = []\n");
+  const std::string host = "creation_host = \"vm\"\n";
+  t.insert(t.find(host, lin) + host.size(),
+           "allocation_policy = \"contiguous\"\nread_ahead = 256\nmajor = 253\nminor = 9\n");
+  auto vg = ImportVg(t);
+  ASSERT_TRUE(vg.ok()) << vg.status().ToString();
+  EXPECT_EQ(vg->FindLv("lin")->minor, 9);
+  EXPECT_EQ(VgPart(ExportVg(*vg, {})), VgPart(t));
+}
+
 TEST(KeptLvsTest, UnservedLvsAndTheirSubLvs) {
   auto vg = *ImportVg(EveryTypeText());
   const auto u = FindUnservedLvs(vg);
@@ -163,7 +181,8 @@ TEST(KeptLvsTest, KeptSegmentNamingAPvIsRefused) {
 
 TEST(ConfigTextTest, LayoutIsKept) {
   const std::string text =
-      "a = 1\n\nb = [\n\"x\", 1,\n\"y\", 2\n]\nc = [\"p\", \"q\"]\ns {\n\nt = 1.5\n}\nk=[1,\"z\"]\n";
+      "a = 1\n\nb = [\n\"x\", 1,\n\"y\", 2\n]\nc = [\"p\", \"q\"]\ns {\n\nt = "
+      "1.5\n}\nk=[1,\"z\"]\n";
   auto root = ParseConfig(text);
   ASSERT_TRUE(root.ok());
   std::string out;

@@ -89,6 +89,9 @@ struct LogicalVolume {
   std::string creation_host;
   std::string allocation_policy;  // empty: inherit
   std::optional<int64_t> read_ahead;
+  std::string lock_args;  // shared VGs
+  std::string profile;
+  std::optional<int64_t> major, minor;  // with status FIXED_MINOR
   std::vector<Segment> segments;
 
   uint32_t le_count() const;

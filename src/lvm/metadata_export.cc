@@ -157,8 +157,12 @@ void EmitVg(Emitter& e, const VolumeGroup& vg) {
       if (!lv.tags.empty()) e.List("tags", lv.tags);
       if (lv.creation_time) e.Num("creation_time", *lv.creation_time);
       if (!lv.creation_host.empty()) e.Str("creation_host", lv.creation_host);
+      if (!lv.lock_args.empty()) e.Str("lock_args", lv.lock_args);
       if (!lv.allocation_policy.empty()) e.Str("allocation_policy", lv.allocation_policy);
+      if (!lv.profile.empty()) e.Str("profile", lv.profile);
       if (lv.read_ahead) e.Line("read_ahead = " + std::to_string(*lv.read_ahead));
+      if (lv.major) e.Line("major = " + std::to_string(*lv.major));
+      if (lv.minor) e.Line("minor = " + std::to_string(*lv.minor));
       e.Num("segment_count", lv.segments.size());
       e.Blank();
       for (size_t s = 0; s < lv.segments.size(); s++) EmitSegment(e, vg, lv.segments[s], s + 1);

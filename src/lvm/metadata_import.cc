@@ -160,6 +160,13 @@ Result<LogicalVolume> ImportLv(const ConfigNode& n, const std::map<std::string, 
     VS_ASSIGN_OR_RETURN(int64_t ra, n.GetInt("read_ahead"));
     lv.read_ahead = ra;
   }
+  if (auto l = n.GetString("lock_args"); l.ok()) lv.lock_args = *l;
+  if (auto p = n.GetString("profile"); p.ok()) lv.profile = *p;
+  for (auto [key, out] : {std::pair{"major", &lv.major}, std::pair{"minor", &lv.minor}}) {
+    if (!n.Find(key)) continue;
+    VS_ASSIGN_OR_RETURN(int64_t v, n.GetInt(key));
+    *out = v;
+  }
   VS_ASSIGN_OR_RETURN(uint64_t count, n.GetUint("segment_count", 1 << 20));
   for (uint64_t i = 1; i <= count; i++) {
     const ConfigNode* s = n.FindSection("segment" + std::to_string(i));
