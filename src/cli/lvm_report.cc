@@ -10,6 +10,7 @@
 #include "cli/lvm_common.h"
 #include "cli/lvm_report_select.h"
 #include "lvm/allocator.h"
+#include "lvm/kept_lvs.h"
 #include "lvm/pvmove.h"
 #include "lvm/uuid.h"
 
@@ -74,7 +75,21 @@ std::string Tags(std::vector<std::string> tags) {
 
 std::string SegType(const lvm::Segment& s) {
   if (s.is_striped()) return s.stripe_count() == 1 ? "linear" : "striped";
-  return s.type;
+  return lvm::ReportedSegType(s.type);
+}
+
+lvm::LvReportRole RoleOf(const ReportRow& r) {
+  auto roles = lvm::LvReportRoles(r.vg->vg);
+  auto it = roles.find(r.lv->name);
+  return it == roles.end() ? lvm::LvReportRole{} : it->second;
+}
+
+// An LV named in another LV's pool, origin or log column: [bracketed] when hidden.
+std::string NamedLv(const ReportRow& r, const std::string& name) {
+  if (name.empty()) return "";
+  auto roles = lvm::LvReportRoles(r.vg->vg);
+  auto it = roles.find(name);
+  return it != roles.end() && !it->second.visible ? "[" + name + "]" : name;
 }
 
 std::string AreaName(const lvm::VgHandle& h, const lvm::SegmentArea& a) {
@@ -107,8 +122,8 @@ std::string MovePv(const ReportRow& r) {
   return s.areas.empty() ? "" : AreaName(*r.vg, s.areas[0]);
 }
 
-std::string LvDisplayName(const lvm::LogicalVolume& lv) {
-  return lv.visible() ? lv.name : "[" + lv.name + "]";
+std::string LvDisplayName(const ReportRow& r) {
+  return RoleOf(r).visible ? r.lv->name : "[" + r.lv->name + "]";
 }
 
 const std::vector<Field>& Fields() {
@@ -185,10 +200,17 @@ const std::vector<Field>& Fields() {
       {"lv_count", "#LV", Level::kVg, Align::kRight,
        [](E, R r) {
          if (!r.vg) return std::string();
-         return std::to_string(std::count_if(r.vg->vg.lvs.begin(), r.vg->vg.lvs.end(),
-                                             [](const auto& lv) { return lv.visible(); }));
+         const auto roles = lvm::LvReportRoles(r.vg->vg);
+         return std::to_string(std::count_if(roles.begin(), roles.end(),
+                                             [](const auto& kv) { return kv.second.visible; }));
        }},
-      {"snap_count", "#SN", Level::kVg, Align::kRight, [](E, R r) { return std::string(r.vg ? "0" : ""); }},
+      {"snap_count", "#SN", Level::kVg, Align::kRight,
+       [](E, R r) {
+         if (!r.vg) return std::string();
+         const auto roles = lvm::LvReportRoles(r.vg->vg);
+         return std::to_string(std::count_if(roles.begin(), roles.end(),
+                                             [](const auto& kv) { return kv.second.volume_type == 's'; }));
+       }},
       {"vg_size", "VSize", Level::kVg, Align::kRight,
        [](E e, R r) { return r.vg ? Size(e, r.vg->vg.total_extents() * Ext(r)) : ""; }},
       {"vg_free", "VFree", Level::kVg, Align::kRight,
@@ -217,11 +239,11 @@ const std::vector<Field>& Fields() {
          return r.vg ? std::to_string(std::count(r.vg->pvs.begin(), r.vg->pvs.end(), nullptr)) : "";
        }},
       // LV
-      {"lv_name", "LV", Level::kLv, Align::kLeft, [](E, R r) { return LvDisplayName(*r.lv); }},
+      {"lv_name", "LV", Level::kLv, Align::kLeft, [](E, R r) { return LvDisplayName(r); }},
       {"lv_full_name", "LV", Level::kLv, Align::kLeft,
        [](E, R r) { return r.vg->vg.name + "/" + r.lv->name; }},
       {"lv_path", "Path", Level::kLv, Align::kLeft,
-       [](E, R r) { return r.lv->visible() ? "/dev/" + r.vg->vg.name + "/" + r.lv->name : ""; }},
+       [](E, R r) { return RoleOf(r).visible ? "/dev/" + r.vg->vg.name + "/" + r.lv->name : ""; }},
       {"lv_uuid", "LV UUID", Level::kLv, Align::kLeft, [](E, R r) { return lvm::FormatId(r.lv->id); }},
       {"lv_attr", "Attr", Level::kLv, Align::kLeft, [](E e, R r) { return LvAttr(e.ctx, *r.vg, *r.lv); }},
       {"lv_active", "Active", Level::kLv, Align::kLeft,
@@ -230,12 +252,12 @@ const std::vector<Field>& Fields() {
        [](E e, R r) { return Size(e, r.lv->le_count() * Ext(r)); }},
       {"seg_count", "#Seg", Level::kLv, Align::kRight,
        [](E, R r) { return std::to_string(r.lv->segments.size()); }},
-      {"pool_lv", "Pool", Level::kLv, Align::kLeft, [](E, R) { return std::string(); }},
-      {"origin", "Origin", Level::kLv, Align::kLeft, [](E, R) { return std::string(); }},
+      {"pool_lv", "Pool", Level::kLv, Align::kLeft, [](E, R r) { return NamedLv(r, RoleOf(r).pool); }},
+      {"origin", "Origin", Level::kLv, Align::kLeft, [](E, R r) { return NamedLv(r, RoleOf(r).origin); }},
       {"data_percent", "Data%", Level::kLv, Align::kRight, [](E, R) { return std::string(); }},
       {"metadata_percent", "Meta%", Level::kLv, Align::kRight, [](E, R) { return std::string(); }},
       {"move_pv", "Move", Level::kLv, Align::kLeft, [](E, R r) { return MovePv(r); }},
-      {"mirror_log", "Log", Level::kLv, Align::kLeft, [](E, R) { return std::string(); }},
+      {"mirror_log", "Log", Level::kLv, Align::kLeft, [](E, R r) { return NamedLv(r, RoleOf(r).log); }},
       {"copy_percent", "Cpy%Sync", Level::kLv, Align::kRight,
        [](E, R r) {
          if (!r.lv->HasStatus("PVMOVE")) return std::string();
@@ -333,10 +355,15 @@ std::string PvDisplayName(const lvm::VgHandle& vg, int index) {
 
 std::string LvAttr(const Context& ctx, const lvm::VgHandle& vg, const lvm::LogicalVolume& lv) {
   std::string a = "----------";
-  if (lv.HasStatus("PVMOVE"))
+  const auto roles = lvm::LvReportRoles(vg.vg);
+  const auto role = roles.find(lv.name);
+  if (lv.HasStatus("PVMOVE")) {
     a[0] = 'p';
-  else if (!lv.visible())
-    a[0] = 'i';
+  } else if (role != roles.end()) {
+    a[0] = role->second.volume_type;
+    a[6] = role->second.target_type;
+    a[7] = role->second.zero;
+  }
   a[1] = lv.HasStatus("PVMOVE") ? '-' : lv.HasStatus("WRITE") ? 'w' : 'r';  // lvm2: "p-C"
   char pol = 'i';
   if (lv.allocation_policy == "contiguous") pol = 'c';

@@ -7,6 +7,7 @@
 
 #include "cli/lvm_common.h"
 #include "cli/lvm_report.h"
+#include "lvm/kept_lvs.h"
 #include "lvm/uuid.h"
 
 namespace volstack::cli::lvmcli {
@@ -98,8 +99,10 @@ std::vector<ReportRow> LvRows(lvm::Lvm& lvm, const std::vector<std::string>& nam
                               int* rc) {
   std::vector<ReportRow> rows;
   for (auto& h : lvm.vgs()) {
+    const auto roles = lvm::LvReportRoles(h.vg);
     for (const auto& lv : h.vg.lvs) {
-      if (!all && !lv.visible()) continue;
+      const lvm::LvReportRole& role = roles.at(lv.name);
+      if (!role.listed || (!all && !role.visible)) continue;
       bool want = names.empty();
       for (const auto& n : names) {
         auto [vg, lvn] = SplitLvName(n);

@@ -7,6 +7,7 @@
 
 #include "cli/device_usage.h"
 #include "cli/lvm_common.h"
+#include "lvm/kept_lvs.h"
 #include "lvm/uuid.h"
 #include "lvm/vg_ops.h"
 
@@ -216,6 +217,12 @@ int Vgremove(const Context& ctx, const std::vector<std::string>& names, bool for
     }
     if (Status busy = CheckNotInUse(ctx, lvs); !busy.ok()) {
       rc = Fail("Volume group \"" + n + "\" is in use (" + busy.message() + ").");
+      continue;
+    }
+    // Removing the VG changes its unserved LVs too, which volstack never does.
+    if (const auto unserved = lvm::FindUnservedLvs(h->vg); !unserved.empty()) {
+      const std::string& lv = unserved.begin()->second.owner;
+      rc = Fail(lvm::CheckServed(h->vg, lv, "removed").message());
       continue;
     }
     Status s = session->RemoveVg(h);

@@ -15,7 +15,7 @@ class Parser {
   Status ParseItems(ConfigNode* parent, int depth, bool top) {
     if (depth > kMaxConfigDepth) return Error("sections nested too deeply");
     while (true) {
-      SkipSpace();
+      const int newlines = SkipSpace();
       if (pos_ >= s_.size()) {
         if (top) return Status::Ok();
         return Error("unexpected end of text inside section '" + parent->key + "'");
@@ -27,7 +27,9 @@ class Parser {
       }
       if (++nodes_ > kMaxNodes) return Error("too many items");
       ConfigNode node;
+      node.blank_before = newlines >= 2;
       VS_ASSIGN_OR_RETURN(node.key, Identifier());
+      node.compact = pos_ < s_.size() && s_[pos_] == '=';
       SkipSpace();
       if (pos_ >= s_.size()) return Error("unexpected end of text after '" + node.key + "'");
       if (s_[pos_] == '{') {
@@ -53,17 +55,21 @@ class Parser {
     return Status::Corruption("metadata text line " + std::to_string(line) + ": " + what);
   }
 
-  void SkipSpace() {
+  // Returns how many line ends it skipped.
+  int SkipSpace() {
+    int newlines = 0;
     while (pos_ < s_.size()) {
       char c = s_[pos_];
       if (c == '#') {
         while (pos_ < s_.size() && s_[pos_] != '\n') pos_++;
       } else if (std::isspace(static_cast<unsigned char>(c)) || c == '\0') {
+        newlines += c == '\n';
         pos_++;
       } else {
         break;
       }
     }
+    return newlines;
   }
 
   Result<std::string> Identifier() {
@@ -85,26 +91,38 @@ class Parser {
     if (pos_ < s_.size() && s_[pos_] == '[') {
       pos_++;
       node->is_array = true;
-      SkipSpace();
+      bool multiline = SkipSpace() > 0;
       if (pos_ < s_.size() && s_[pos_] == ']') {
         pos_++;
         return Status::Ok();
       }
+      uint32_t row = 0;  // values on the current line
+      auto finish = [&] {
+        if (!multiline) return;
+        if (row > 0) node->rows.push_back(row);
+      };
       while (true) {
         if (node->values.size() >= kMaxNodes) return Error("array too long");
         VS_ASSIGN_OR_RETURN(auto v, Scalar());
         node->values.push_back(std::move(v));
+        row++;
         SkipSpace();
         if (pos_ >= s_.size()) return Error("unterminated array");
         if (s_[pos_] == ']') {
           pos_++;
+          finish();
           return Status::Ok();
         }
         if (s_[pos_] != ',') return Error("expected ',' or ']' in array");
         pos_++;
-        SkipSpace();
+        if (SkipSpace() > 0) {
+          node->rows.push_back(row);
+          multiline = true;
+          row = 0;
+        }
         if (pos_ < s_.size() && s_[pos_] == ']') {  // trailing comma
           pos_++;
+          finish();
           return Status::Ok();
         }
       }
@@ -251,6 +269,63 @@ Result<ConfigNode> ParseConfig(std::string_view text) {
   Parser parser(text);
   VS_RETURN_IF_ERROR(parser.ParseItems(&root, 0, true));
   return root;
+}
+
+namespace {
+
+std::string FormatValue(const ConfigValue& v) {
+  switch (v.type) {
+    case ConfigValue::Type::kInt:
+      return std::to_string(v.integer);
+    case ConfigValue::Type::kFloat:
+      return v.text;
+    case ConfigValue::Type::kString:
+      break;
+  }
+  return QuoteConfigString(v.text);
+}
+
+}  // namespace
+
+void WriteConfigItem(const ConfigNode& node, int indent, bool tabs, std::string* out) {
+  auto line = [&](int depth, const std::string& s) {
+    if (tabs) out->append(depth, '\t');
+    *out += s;
+    *out += '\n';
+  };
+  if (node.blank_before) *out += '\n';
+  if (node.is_section) {
+    line(indent, node.key + " {");
+    for (const auto& c : node.children) WriteConfigItem(c, indent + 1, tabs, out);
+    line(indent, "}");
+    return;
+  }
+  const std::string assign = node.key + (node.compact ? "=" : " = ");
+  if (!node.is_array) {
+    line(indent, assign + (node.values.empty() ? "\"\"" : FormatValue(node.values[0])));
+    return;
+  }
+  auto join = [&](size_t from, size_t n) {
+    std::string s;
+    for (size_t i = from; i < from + n && i < node.values.size(); i++) {
+      s += (i > from ? (node.compact ? "," : ", ") : "") + FormatValue(node.values[i]);
+    }
+    return s;
+  };
+  if (node.rows.empty() || node.values.empty()) {
+    line(indent, assign + "[" + join(0, node.values.size()) + "]");
+    return;
+  }
+  // lvm2's area lists (out_areas): "[" alone, one line per area, "," after all but the last.
+  line(indent, assign + "[");
+  size_t at = 0;
+  for (size_t r = 0; r < node.rows.size() && at < node.values.size(); r++) {
+    const size_t n = r + 1 == node.rows.size() ? node.values.size() - at : node.rows[r];
+    if (n == 0) continue;
+    line(indent + 1, join(at, n) + (at + n < node.values.size() ? "," : ""));
+    at += n;
+  }
+  line(indent, "]");
 }
 
 std::string QuoteConfigString(std::string_view s) {

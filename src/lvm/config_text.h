@@ -26,6 +26,8 @@ struct ConfigValue {
   Type type = Type::kString;
   int64_t integer = 0;
   std::string text;  // strings; the source text of floats
+
+  bool operator==(const ConfigValue&) const = default;
 };
 
 struct ConfigNode {
@@ -34,6 +36,16 @@ struct ConfigNode {
   bool is_array = false;             // a '[...]' value
   std::vector<ConfigValue> values;   // one for a scalar
   std::vector<ConfigNode> children;  // sections only
+  // Layout as read, so that a section kept verbatim (a segment type volstack does not serve)
+  // is written back as lvm2 wrote it: a blank line before this item, and for an array
+  // written over several lines, how many values each line holds (empty: on one line).
+  bool blank_before = false;
+  std::vector<uint32_t> rows;
+  // "key=value" without spaces, arrays without a space after ','. libdm's own config writer
+  // (which lvm2 uses for a segment type it does not know) writes items this way.
+  bool compact = false;
+
+  bool operator==(const ConfigNode&) const = default;
 
   // The last child named `key` (later duplicates override earlier ones), or nullptr.
   const ConfigNode* Find(std::string_view key) const;
@@ -52,6 +64,11 @@ inline constexpr int kMaxConfigDepth = 32;
 
 // Returns a root section (empty key) holding the top-level items.
 Result<ConfigNode> ParseConfig(std::string_view text);
+
+// Writes `node` (an item of a section) as lvm2's config writer does, with the layout it was
+// read with, appending lines to `out`; `indent` tabs before each line (lvm2's backup form),
+// or none (its on-disk form).
+void WriteConfigItem(const ConfigNode& node, int indent, bool tabs, std::string* out);
 
 // Quotes `s` as libdm writes strings: double quotes, '"' and '\' escaped.
 std::string QuoteConfigString(std::string_view s);

@@ -21,6 +21,14 @@ std::vector<uint8_t> RealHead() {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
 }
 
+// lvm2's text for a VG holding an LV of every segment type it writes (kept_lvs_test.cc).
+std::vector<uint8_t> EveryTypeText() {
+  std::string dir = __FILE__;
+  dir = dir.substr(0, dir.rfind("/src/lvm/")) + "/tests/data/lvm/";
+  std::ifstream in(dir + "lvm2_every_segtype.txt", std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
 std::vector<uint8_t> Seed(uint8_t selector, std::span<const uint8_t> body,
                           std::vector<uint8_t> prefix = {}) {
   std::vector<uint8_t> s(1 + prefix.size() + body.size());
@@ -68,6 +76,9 @@ TEST(LvmFuzzSmokeTest, SeedsDecode) {
   const std::string_view text(reinterpret_cast<const char*>(&head[4096 + mda->committed.offset]),
                               mda->committed.size);
   ASSERT_TRUE(ImportVg(text).ok());
+  const auto every = EveryTypeText();
+  ASSERT_TRUE(
+      ImportVg(std::string_view(reinterpret_cast<const char*>(every.data()), every.size())).ok());
   // The whole-PV mode finds the VG in the seed.
   auto dev = fuzz_detail::DeviceWith(h, 0, 6 << 20);
   Lvm lvm([&](const std::string&,
@@ -92,6 +103,8 @@ TEST(LvmFuzzSmokeTest, RandomAndMutatedInputs) {
       Seed(4, h.subspan(4096, 512), {1}),
       Seed(5, h.subspan(4096), {250}),
       Seed(6, h),
+      Seed(0, EveryTypeText()),
+      Seed(1, EveryTypeText()),
   };
   std::mt19937_64 rng(20261130);
   int runs = 0;
@@ -110,7 +123,7 @@ TEST(LvmFuzzSmokeTest, RandomAndMutatedInputs) {
       runs++;
     }
   }
-  EXPECT_EQ(runs, 1400 + 7 * 300);
+  EXPECT_EQ(runs, 1400 + 9 * 300);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "lvm/kept_lvs.h"
 #include "lvm/lv_device.h"
 #include "lvm/uuid.h"
 
@@ -174,6 +175,9 @@ Status Lvm::Commit(VolumeGroup vg, const std::string& description,
                    const std::vector<Pv*>& released) {
   if (read_only_) return Status::ReadOnly("LVM session is read-only");
   VS_RETURN_IF_ERROR(ValidateVg(vg));
+  for (const VgHandle& h : vgs_) {
+    if (!vg.id.empty() && h.vg.id == vg.id) VS_RETURN_IF_ERROR(CheckKeptUnchanged(h.vg, vg));
+  }
   std::vector<Pv*> members;
   for (const auto& pvm : vg.pvs) {
     Pv* found = nullptr;
@@ -313,6 +317,7 @@ Result<bdev::BlockDevicePtr> Lvm::Activate(VgHandle& handle, const std::string& 
     return Status::NotFound("Failed to find logical volume \"" + handle.vg.name + "/" + lv_name +
                             "\"");
   }
+  VS_RETURN_IF_ERROR(CheckServed(handle.vg, lv_name, "activated"));
   std::vector<bdev::BlockDevicePtr> devs;
   for (Pv* pv : handle.pvs) devs.push_back(pv ? pv->dev() : nullptr);
   LvActivation act;

@@ -121,6 +121,19 @@ Status ValidateVg(const VolumeGroup& vg) {
           "LV " + lv.name + " segment at LE " + std::to_string(seg.start_extent);
       if (seg.start_extent != le) return bad(where + ": segments do not cover the LV contiguously");
       if (seg.extent_count == 0) return bad(where + ": no extents");
+      if (seg.kept) {
+        // Written back as read, with start_extent, extent_count and type from the fields.
+        for (const char* key : {"start_extent", "extent_count", "type"}) {
+          if (std::none_of(seg.kept_items.begin(), seg.kept_items.end(),
+                           [key](const ConfigNode& n) { return n.key == key; })) {
+            return bad(where + ": kept segment without '" + key + "'");
+          }
+        }
+        if (!seg.areas.empty()) return bad(where + ": kept segment with areas");
+        if (uint64_t{le} + seg.extent_count > UINT32_MAX) return bad(where + ": too many extents");
+        le += seg.extent_count;
+        continue;
+      }
       if (seg.areas.empty()) return bad(where + ": no areas");
       if (seg.is_striped()) {
         if (seg.extent_count % seg.stripe_count() != 0) {

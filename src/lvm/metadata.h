@@ -2,9 +2,16 @@
 // (lib/format_text/import_vsn1.c, export.c): a VG holds PVs (referenced by index in
 // segment areas; written as "pv0", "pv1", ... in order) and LVs made of segments.
 //
-// Segment types: "striped" (linear is striped with one stripe) and "mirror" (only as
-// lvm2's pvmove writes it: the pvmove0 LV's legs). An area names either a PV and its first
-// PE, or an LV and its first LE (an LV whose segment maps onto pvmove0 during a move).
+// Segment types volstack serves: "striped" (linear is striped with one stripe) and "mirror"
+// only as lvm2's pvmove writes it (the pvmove0 LV's legs). An area names either a PV and its
+// first PE, or an LV and its first LE (an LV whose segment maps onto pvmove0 during a move).
+//
+// Every other segment type lvm2 writes (raid*, mirror LVs, snapshot, thin-pool, thin, cache,
+// cache-pool, writecache, integrity, vdo, vdo-pool, error, zero, and any type lvm2 itself
+// does not know) is *kept*: its section is held as read (Segment::kept_items) and written
+// back exactly, so a rewrite of other LVs never changes it. Such an LV, and every LV it
+// names (its sub-LVs: rimage/rmeta, tdata/tmeta, the snapshot's origin and COW, ...), is
+// "unserved" (kept_lvs.h): never activated and never changed.
 //
 // Units as in the text: extent_size, pe_start, dev_size and stripe_size in 512-byte sectors;
 // extents counted in u32.
@@ -16,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lvm/config_text.h"
 #include "util/result.h"
 
 namespace volstack::lvm {
@@ -59,9 +67,13 @@ struct Segment {
   uint32_t extents_moved = 0;
   uint32_t region_size = 0;
   std::string mirror_log;
+  // A kept segment (type not served): every item of its section in the order and layout
+  // lvm2 wrote them, start_extent, extent_count and type included. areas is empty.
+  bool kept = false;
+  std::vector<ConfigNode> kept_items;
 
-  bool is_striped() const { return type == "striped"; }
-  bool is_mirror() const { return type == "mirror"; }
+  bool is_striped() const { return !kept && type == "striped"; }
+  bool is_mirror() const { return !kept && type == "mirror"; }
   uint32_t stripe_count() const { return static_cast<uint32_t>(areas.size()); }
   // Extents each area covers: extent_count / stripes for striped, extent_count for mirror.
   uint32_t area_len() const;
@@ -77,6 +89,9 @@ struct LogicalVolume {
   std::string creation_host;
   std::string allocation_policy;  // empty: inherit
   std::optional<int64_t> read_ahead;
+  std::string lock_args;  // shared VGs
+  std::string profile;
+  std::optional<int64_t> major, minor;  // with status FIXED_MINOR
   std::vector<Segment> segments;
 
   uint32_t le_count() const;

@@ -40,6 +40,8 @@ class Emitter {
     for (size_t i = 0; i < v.size(); i++) s += (i ? ", " : "") + QuoteConfigString(v[i]);
     Line(s + "]");
   }
+  // A config item with the layout it was read with.
+  void Raw(const ConfigNode& item) { WriteConfigItem(item, indent_ ? depth_ : 0, indent_, &out_); }
   std::string& out() { return out_; }
 
  private:
@@ -53,6 +55,29 @@ std::string AreaName(const VolumeGroup& vg, const SegmentArea& a) {
 }
 
 void EmitSegment(Emitter& e, const VolumeGroup& vg, const Segment& seg, size_t n) {
+  if (seg.kept) {
+    e.Open("segment" + std::to_string(n));
+    for (const ConfigNode& item : seg.kept_items) {
+      ConfigNode c = item;
+      // The fields are the truth for what the model tracks; the rest is written as read.
+      if (c.key == "start_extent" || c.key == "extent_count" || c.key == "type") {
+        c.is_section = c.is_array = false;
+        c.children.clear();
+        c.rows.clear();
+        ConfigValue v;
+        if (c.key == "type") {
+          v.text = seg.type;
+        } else {
+          v.type = ConfigValue::Type::kInt;
+          v.integer = c.key == "start_extent" ? seg.start_extent : seg.extent_count;
+        }
+        c.values = {v};
+      }
+      e.Raw(c);
+    }
+    e.Close();
+    return;
+  }
   e.Open("segment" + std::to_string(n));
   e.Num("start_extent", seg.start_extent);
   e.Num("extent_count", seg.extent_count);
@@ -132,8 +157,12 @@ void EmitVg(Emitter& e, const VolumeGroup& vg) {
       if (!lv.tags.empty()) e.List("tags", lv.tags);
       if (lv.creation_time) e.Num("creation_time", *lv.creation_time);
       if (!lv.creation_host.empty()) e.Str("creation_host", lv.creation_host);
+      if (!lv.lock_args.empty()) e.Str("lock_args", lv.lock_args);
       if (!lv.allocation_policy.empty()) e.Str("allocation_policy", lv.allocation_policy);
+      if (!lv.profile.empty()) e.Str("profile", lv.profile);
       if (lv.read_ahead) e.Line("read_ahead = " + std::to_string(*lv.read_ahead));
+      if (lv.major) e.Line("major = " + std::to_string(*lv.major));
+      if (lv.minor) e.Line("minor = " + std::to_string(*lv.minor));
       e.Num("segment_count", lv.segments.size());
       e.Blank();
       for (size_t s = 0; s < lv.segments.size(); s++) EmitSegment(e, vg, lv.segments[s], s + 1);

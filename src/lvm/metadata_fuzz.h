@@ -4,7 +4,9 @@
 //
 // The first input byte picks the decoder; the rest is its input:
 //   0  the config text parser (ParseConfig), then the typed accessors on what it returns
-//   1  a whole VG import (ImportVg); what imports must export and re-import to the same text
+//   1  a whole VG import (ImportVg), kept segment types included; what imports must export and
+//      re-import to the same text, its unserved LVs unchanged (CheckKeptUnchanged), and
+//      lvm2's report roles computed (LvReportRoles)
 //   2  the label sector as found on disk (DecodeLabelSector at LBA first-byte / 7 % 4, and
 //      FindLabel over the input as the first 4 sectors)
 //   3  the pv_header: the input after a valid label_header whose CRC is fixed up, so the
@@ -32,6 +34,7 @@
 #include "bdev/memory_device.h"
 #include "lvm/config_text.h"
 #include "lvm/crc.h"
+#include "lvm/kept_lvs.h"
 #include "lvm/label_format.h"
 #include "lvm/lvm.h"
 #include "lvm/metadata.h"
@@ -106,6 +109,7 @@ inline void FuzzImport(std::string_view text) {
   }
   // What was accepted is valid, and survives a round trip through lvm2's text exactly.
   VS_FUZZ_CHECK(ValidateVg(*vg).ok());
+  (void)LvReportRoles(*vg);
   ExportInfo info;
   info.description = "fuzz";
   info.creation_host = "host";
@@ -116,6 +120,7 @@ inline void FuzzImport(std::string_view text) {
     auto again = ImportVg(text1);
     VS_FUZZ_CHECK(again.ok());
     VS_FUZZ_CHECK(ExportVg(*again, info) == text1);
+    VS_FUZZ_CHECK(CheckKeptUnchanged(*vg, *again).ok());
   }
 }
 

@@ -81,13 +81,42 @@ Status ImportAreas(const ConfigNode& seg, std::string_view key,
   return Status::Ok();
 }
 
-Result<Segment> ImportSegment(const ConfigNode& n, const std::map<std::string, int>& pv_names) {
+// Whether any string in `n` (a value, an array element, or one in a subsection) is `name`.
+bool NamesString(const ConfigNode& n, const std::string& name) {
+  for (const auto& v : n.values) {
+    if (v.type == ConfigValue::Type::kString && v.text == name) return true;
+  }
+  for (const auto& c : n.children) {
+    if (NamesString(c, name)) return true;
+  }
+  return false;
+}
+
+// `pvmove_lv`: the segment belongs to lvm2's pvmove LV, the only place volstack serves
+// "mirror" (a mirror LV's mirror segment is kept: volstack does not keep its legs in sync).
+Result<Segment> ImportSegment(const ConfigNode& n, const std::map<std::string, int>& pv_names,
+                              bool pvmove_lv) {
   Segment seg;
   VS_ASSIGN_OR_RETURN(uint64_t start, n.GetUint("start_extent", UINT32_MAX));
   VS_ASSIGN_OR_RETURN(uint64_t count, n.GetUint("extent_count", UINT32_MAX));
   seg.start_extent = static_cast<uint32_t>(start);
   seg.extent_count = static_cast<uint32_t>(count);
   VS_ASSIGN_OR_RETURN(seg.type, n.GetString("type"));
+  if (seg.type != "striped" && !(seg.type == "mirror" && pvmove_lv)) {
+    // Kept as read. lvm2 writes such segments over sub-LVs only; one naming a PV directly
+    // would map extents that volstack could not account for or renumber, so it is refused.
+    for (const auto& [pv_name, index] : pv_names) {
+      for (const auto& c : n.children) {
+        if (c.key != "type" && NamesString(c, pv_name)) {
+          return Status::NotSupported("'" + n.key + "': segment type '" + seg.type +
+                                      "' naming PV " + pv_name + " directly is not supported");
+        }
+      }
+    }
+    seg.kept = true;
+    seg.kept_items = n.children;
+    return seg;
+  }
   seg.tags = OptionalList(n, "tags");
   if (seg.is_striped()) {
     VS_ASSIGN_OR_RETURN(uint64_t stripes, n.GetUint("stripe_count", 1 << 16));
@@ -109,9 +138,6 @@ Result<Segment> ImportSegment(const ConfigNode& n, const std::map<std::string, i
     if (seg.areas.size() != mirrors) {
       return Status::Corruption("'" + n.key + "': mirror_count does not match mirrors");
     }
-  } else {
-    return Status::NotSupported("'" + n.key + "': segment type '" + seg.type +
-                                "' is not supported");
   }
   return seg;
 }
@@ -134,13 +160,20 @@ Result<LogicalVolume> ImportLv(const ConfigNode& n, const std::map<std::string, 
     VS_ASSIGN_OR_RETURN(int64_t ra, n.GetInt("read_ahead"));
     lv.read_ahead = ra;
   }
+  if (auto l = n.GetString("lock_args"); l.ok()) lv.lock_args = *l;
+  if (auto p = n.GetString("profile"); p.ok()) lv.profile = *p;
+  for (auto [key, out] : {std::pair{"major", &lv.major}, std::pair{"minor", &lv.minor}}) {
+    if (!n.Find(key)) continue;
+    VS_ASSIGN_OR_RETURN(int64_t v, n.GetInt(key));
+    *out = v;
+  }
   VS_ASSIGN_OR_RETURN(uint64_t count, n.GetUint("segment_count", 1 << 20));
   for (uint64_t i = 1; i <= count; i++) {
     const ConfigNode* s = n.FindSection("segment" + std::to_string(i));
     if (!s) {
       return Status::Corruption("LV " + lv.name + ": missing segment" + std::to_string(i));
     }
-    VS_ASSIGN_OR_RETURN(auto seg, ImportSegment(*s, pv_names));
+    VS_ASSIGN_OR_RETURN(auto seg, ImportSegment(*s, pv_names, lv.HasStatus("PVMOVE")));
     lv.segments.push_back(std::move(seg));
   }
   return lv;
