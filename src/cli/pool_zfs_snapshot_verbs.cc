@@ -1,9 +1,10 @@
-// zfs verbs for volume snapshots: snapshot [-r], rollback [-r], clone. Listing and destroy
-// of snapshots are in pool_zfs_verbs.cc; the engine (and its theory) is
+// zfs verbs for volume snapshots: snapshot [-r], rollback [-r], clone, hold, release, holds.
+// Listing and destroy of snapshots are in pool_zfs_verbs.cc; the engine (and its theory) is
 // src/pool/snapshot.cc. Exit codes as zfs: 2 for a usage error (a bad name), 1 for a
 // failure; either way nothing is changed.
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 
 #include "cli/assembly.h"
 #include "cli/device_usage.h"
@@ -111,6 +112,47 @@ int ZfsClone(Context& ctx, const std::vector<std::string>& opts, const std::stri
   return kExitOk;
 }
 
+// zfs hold / release: every snapshot named, one after the other; the first failure stops.
+int ZfsHoldOrRelease(Context& ctx, bool hold, const std::string& tag,
+                     const std::vector<std::string>& names) {
+  const std::string verb = hold ? "zfs hold: " : "zfs release: ";
+  for (const auto& n : names) {
+    if (Status st = pool::ValidateSnapshotName(n); !st.ok())
+      return ReportUsage(verb + st.message());
+  }
+  for (const auto& n : names) {
+    auto p = poolcli::OpenPool(ctx, PoolPart(n), false);
+    if (!p.ok()) return ReportFailure(p.status());
+    Status st = hold ? (*p)->Hold(n, tag) : (*p)->Release(n, tag);
+    if (st.code() == EINVAL) return ReportUsage(verb + st.message());
+    if (!st.ok()) return ReportFailure(st);
+  }
+  return kExitOk;
+}
+
+int ZfsHolds(Context& ctx, bool scripted, const std::vector<std::string>& names) {
+  poolcli::Table t({"NAME", "TAG", "TIMESTAMP"}, {false, false, false});
+  for (const auto& n : names) {
+    if (Status st = pool::ValidateSnapshotName(n); !st.ok()) {
+      return ReportUsage("zfs holds: " + st.message());
+    }
+    auto p = poolcli::OpenPool(ctx, PoolPart(n), true);
+    if (!p.ok()) return ReportFailure(p.status());
+    auto holds = (*p)->Holds(n);
+    if (!holds.ok()) return ReportFailure(holds.status());
+    for (const auto& [tag, when] : *holds) {
+      const time_t tt = static_cast<time_t>(when);
+      char buf[64];
+      struct tm tm;
+      localtime_r(&tt, &tm);
+      std::strftime(buf, sizeof buf, "%a %b %e %H:%M %Y", &tm);
+      t.AddRow({n, tag, buf});
+    }
+  }
+  t.Print(scripted);
+  return kExitOk;
+}
+
 }  // namespace
 
 void RegisterZfsSnapshotVerbs(CLI::App& zfs, Context& ctx) {
@@ -131,6 +173,24 @@ void RegisterZfsSnapshotVerbs(CLI::App& zfs, Context& ctx) {
     c->add_flag("-r", *recursive, "Destroy the later snapshots");
     c->add_flag("-f", *force, "Force (accepted for compatibility)");
     c->add_option("snapshot", *name, "pool/vol@snap")->required();
+  }
+  for (bool hold : {true, false}) {
+    auto tag = std::make_shared<std::string>();
+    auto names = std::make_shared<std::vector<std::string>>();
+    auto* c =
+        AddVerb(zfs, ctx, hold ? "hold" : "release",
+                hold ? "Pin snapshots against destroy" : "Remove a hold",
+                [&ctx, hold, tag, names] { return ZfsHoldOrRelease(ctx, hold, *tag, *names); });
+    c->add_option("tag", *tag, "Hold tag")->required();
+    c->add_option("snapshots", *names, "pool/vol@snap")->required();
+  }
+  {
+    auto scripted = std::make_shared<bool>(false);
+    auto names = std::make_shared<std::vector<std::string>>();
+    auto* c = AddVerb(zfs, ctx, "holds", "List the holds of snapshots",
+                      [&ctx, scripted, names] { return ZfsHolds(ctx, *scripted, *names); });
+    c->add_flag("-H", *scripted, "Scripted mode");
+    c->add_option("snapshots", *names, "pool/vol@snap")->required();
   }
   {
     auto opts = std::make_shared<std::vector<std::string>>();

@@ -345,6 +345,12 @@ void Volume::ResetTreeLocked(const DatasetPhys& snap) {
   synced_.used = snap.used;
 }
 
+void Volume::SetSnapshotProps(std::map<std::string, std::string> props) {
+  std::lock_guard l(tree_mu_);
+  phys_.props = props;
+  synced_.props = std::move(props);
+}
+
 // ---------------------------------------------------------------------------------------
 // Pool
 
@@ -493,7 +499,86 @@ std::vector<DatasetInfo> Pool::ListSnapshots(const std::string& volume) {
     std::string cl;
     for (const auto& c : d.clones) cl += (cl.empty() ? "" : ",") + c;
     d.props["clones"] = cl;
+    d.props["userrefs"] =
+        std::to_string(std::count_if(ph.props.begin(), ph.props.end(), [](const auto& kv) {
+          return kv.first.rfind("hold:", 0) == 0;
+        }));
     out.push_back(std::move(d));
+  }
+  return out;
+}
+
+namespace {
+constexpr char kHoldPrefix[] = "hold:";
+
+bool HeldLocked(const Volume& snap) {
+  const auto props = snap.synced_phys().props;
+  return std::any_of(props.begin(), props.end(),
+                     [](const auto& kv) { return kv.first.rfind(kHoldPrefix, 0) == 0; });
+}
+}  // namespace
+
+Status Pool::Hold(const std::string& snapshot, const std::string& tag) {
+  PoolImpl& p = *impl_;
+  std::lock_guard admin(p.snap_admin_mu);
+  VS_RETURN_IF_ERROR(p.CheckUsable());
+  VS_RETURN_IF_ERROR(ValidateSnapshotName(snapshot));
+  if (tag.empty() || tag.size() > 255) {
+    return Status::InvalidArgument("invalid hold tag '" + tag + "'");
+  }
+  {
+    std::lock_guard l(p.mu);
+    auto s = p.snapshots.find(snapshot);
+    if (s == p.snapshots.end()) {
+      return Status::NotFound("cannot hold snapshot '" + snapshot + "': dataset does not exist");
+    }
+    auto props = s->second->synced_phys().props;
+    if (!props.emplace(kHoldPrefix + tag, std::to_string(NowSeconds())).second) {
+      return Status::Exists("cannot hold snapshot '" + snapshot +
+                            "': tag already exists on "
+                            "this dataset");
+    }
+    s->second->SetSnapshotProps(std::move(props));
+    p.mos_dirty = true;
+  }
+  return p.Sync();
+}
+
+Status Pool::Release(const std::string& snapshot, const std::string& tag) {
+  PoolImpl& p = *impl_;
+  std::lock_guard admin(p.snap_admin_mu);
+  VS_RETURN_IF_ERROR(p.CheckUsable());
+  VS_RETURN_IF_ERROR(ValidateSnapshotName(snapshot));
+  {
+    std::lock_guard l(p.mu);
+    auto s = p.snapshots.find(snapshot);
+    if (s == p.snapshots.end()) {
+      return Status::NotFound("cannot release hold from snapshot '" + snapshot +
+                              "': dataset does not exist");
+    }
+    auto props = s->second->synced_phys().props;
+    if (props.erase(kHoldPrefix + tag) == 0) {
+      return Status::NotFound("cannot release hold from snapshot '" + snapshot +
+                              "': no such tag on this dataset");
+    }
+    s->second->SetSnapshotProps(std::move(props));
+    p.mos_dirty = true;
+  }
+  return p.Sync();
+}
+
+Result<std::map<std::string, uint64_t>> Pool::Holds(const std::string& snapshot) {
+  PoolImpl& p = *impl_;
+  std::lock_guard l(p.mu);
+  auto s = p.snapshots.find(snapshot);
+  if (s == p.snapshots.end()) {
+    return Status::NotFound("cannot open '" + snapshot + "': dataset does not exist");
+  }
+  std::map<std::string, uint64_t> out;
+  for (const auto& [k, v] : s->second->synced_phys().props) {
+    if (k.rfind(kHoldPrefix, 0) == 0) {
+      out[k.substr(sizeof(kHoldPrefix) - 1)] = std::strtoull(v.c_str(), nullptr, 10);
+    }
   }
   return out;
 }
@@ -509,8 +594,9 @@ Status Pool::DestroySnapshot(const std::string& name, bool dry_run, uint64_t* fr
     if (it == p.snapshots.end()) {
       return Status::NotFound("could not find any snapshots to destroy; check snapshot names.");
     }
-    if (it->second->open_count > 0) {
-      return Status::Busy("cannot destroy snapshot " + name + ": dataset is busy");
+    if (it->second->open_count > 0 || HeldLocked(*it->second)) {
+      return Status::Busy("cannot destroy snapshot " + name + ": dataset is busy" +
+                          (HeldLocked(*it->second) ? " (held: zfs holds)" : ""));
     }
     for (const auto& [vn, v] : p.volumes) {
       if (v->synced_phys().origin == name) {
@@ -573,7 +659,7 @@ Status QueueRollbackLocked(PoolImpl& p, const std::string& snapshot, bool destro
     return Status::Exists(msg);
   }
   for (const auto& n : later) {
-    if (p.snapshots[n]->open_count > 0) {
+    if (p.snapshots[n]->open_count > 0 || HeldLocked(*p.snapshots[n])) {
       return Status::Busy("cannot destroy snapshot " + n + ": dataset is busy");
     }
     for (const auto& [vn, v] : p.volumes) {

@@ -336,6 +336,35 @@ TEST(SnapshotTest, BadInputChangesNothing) {
   ExpectConsistent(*f.pool);
 }
 
+TEST(SnapshotTest, AHeldSnapshotIsNotDestroyedAndHoldsSurviveImport) {
+  auto f = MakePool();
+  ASSERT_TRUE(f.dev->Write(0, Pattern(kMiB, 1)).ok());
+  ASSERT_TRUE(f.pool->Snapshot({"trunk/vol@a"}).ok());
+  ASSERT_TRUE(f.pool->Snapshot({"trunk/vol@b"}).ok());
+  ASSERT_TRUE(f.pool->Hold("trunk/vol@b", "keep").ok());
+  EXPECT_EQ(f.pool->Hold("trunk/vol@b", "keep").code(), EEXIST);
+  EXPECT_EQ(f.pool->Hold("trunk/vol@nope", "keep").code(), ENOENT);
+  EXPECT_EQ(f.pool->DestroySnapshot("trunk/vol@b").code(), EBUSY);
+  f.dev.reset();
+  EXPECT_EQ(f.pool->Rollback("trunk/vol@a", true).code(), EBUSY);  // would destroy @b
+  EXPECT_EQ(Get(*f.pool, "trunk/vol@b").props["userrefs"], "1");
+  ASSERT_TRUE(f.pool->Export().ok());
+  f.pool.reset();
+  PoolImportOptions io;
+  io.tuning = TestTuning();
+  auto p = Pool::Import(f.devs, io);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto holds = (*p)->Holds("trunk/vol@b");
+  ASSERT_TRUE(holds.ok());
+  ASSERT_EQ(holds->size(), 1u);
+  EXPECT_EQ(holds->begin()->first, "keep");
+  EXPECT_EQ((*p)->DestroySnapshot("trunk/vol@b").code(), EBUSY);
+  EXPECT_EQ((*p)->Release("trunk/vol@b", "other").code(), ENOENT);
+  ASSERT_TRUE((*p)->Release("trunk/vol@b", "keep").ok());
+  ASSERT_TRUE((*p)->DestroySnapshot("trunk/vol@b").ok());
+  ExpectConsistent(**p);
+}
+
 TEST(SnapshotTest, TakingOneReadsAndWritesNoBlockOfTheVolume) {
   // O(1): a 64 GiB sparse volume with data in a few places costs what a 4 MiB one does.
   auto f = MakePool(64ull << 30, 16384);

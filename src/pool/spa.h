@@ -196,6 +196,12 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // unless options.props sets a refreservation; options' volsize and volblocksize are ignored.
   Result<DatasetInfo> Clone(const std::string& snapshot, const std::string& name,
                             const VolumeOptions& options = {});
+  // User holds (zfs hold): a held snapshot cannot be destroyed (EBUSY). Hold: EEXIST if
+  // the tag is there; Release: ESRCH-like ENOENT if not. Each is committed before it returns.
+  Status Hold(const std::string& snapshot, const std::string& tag);
+  Status Release(const std::string& snapshot, const std::string& tag);
+  // tag -> time held (seconds since the epoch).
+  Result<std::map<std::string, uint64_t>> Holds(const std::string& snapshot);
   // The snapshots of `volume` (of every volume if empty), each volume's oldest first.
   std::vector<DatasetInfo> ListSnapshots(const std::string& volume = "");
   Result<DatasetInfo> GetDataset(const std::string& name);

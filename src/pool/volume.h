@@ -118,6 +118,9 @@ class Volume {
   // Rollback (sync_mu held, syncing map empty): the tree becomes `snap`'s (root, volsize,
   // levels, referenced bytes) and the cached indirect blocks are dropped.
   void ResetTreeLocked(const DatasetPhys& snap);
+  // A snapshot's properties (its holds): a snapshot has no tree commits, so the entry the
+  // MOS records changes at once (the pool's mu held; the caller commits).
+  void SetSnapshotProps(std::map<std::string, std::string> props);
 
   // Where a read last found block `blkid`'s pointer, as a number (l1_hints_): the address
   // of its PackedBlockPtr, what PrefetchPointer loads. 0 if no read has noted an L1 block

@@ -9,7 +9,8 @@
 #   5. a clone of the snapshot mounts (read-only, norecovery) with manifest 1;
 #   6. bad input (a misplaced '@', a snapshot of a snapshot, a 256-character name, rollback
 #      to another volume's snapshot, destroy of a snapshot with clones without -R) fails
-#      with zfs's exit code (2 usage, 1 failure) and changes nothing.
+#      with zfs's exit code (2 usage, 1 failure) and changes nothing; so does destroy of a
+#      held snapshot (zfs hold / holds / release).
 source "$(dirname "$0")/lib.sh"
 need_root
 need_cmd mkfs.xfs mount umount fsfreeze sha256sum
@@ -110,6 +111,11 @@ expect_code 1 vs zfs rollback snp/vol@o
 expect_code 1 vs zfs destroy snp/vol@first
 grep -q "dependent clones" "$T/err" || fail "destroy with clones: $(cat "$T/err")"
 expect_code 1 vs zfs destroy snp/vol
+vs zfs hold keep snp/other@o
+vs zfs holds -H snp/other@o | grep -q "^snp/other@o	keep	" || fail "holds: $(vs zfs holds snp/other@o)"
+expect_code 1 vs zfs destroy snp/other@o
+expect_code 1 vs zfs hold keep snp/other@o
+vs zfs release keep snp/other@o
 [ "$(vs zfs list -H -p -t all -o name,referenced)" = "$before" ] || fail "bad input changed something"
 
 # -R takes the clone with it; -r the volume's snapshots.
