@@ -11,8 +11,9 @@
 //      Indirect and meta blocks, built in scratch buffers, are batched by
 //      SyncContext::Write below.
 //   3. free the trees of destroyed volumes (snapshot destroys and rollbacks free theirs
-//      before step 2, snapshots are taken after it: snapshot.cc); the intent logs (zil_manager.cc)
-//      set each volume's log header and free the log blocks this txg makes obsolete. Then a
+//      before step 2, snapshots are taken after it: snapshot.cc); the intent logs
+//      (zil_manager.cc) set each volume's log header and free the log blocks this txg
+//      makes obsolete. Then a
 //      CacheFill (cache_fill.h) drops the freed data blocks from the block cache and copies
 //      the written ones into it, on a thread of its own, through steps 4 and 5.
 //   4. append this txg's alloc/free records to the space map (or condense it), write the
