@@ -1,6 +1,6 @@
-// zfs verbs for volumes: create -V, list, destroy, get, set, inherit. Output mimics zfs(8)
-// for the supported subset (the pool's root dataset shows as a filesystem; volstack does not
-// mount filesystems, so its mountpoint is "none").
+// zfs verbs for volumes: create -V, list, destroy (of snapshots too), get, set, inherit. Output
+// mimics zfs(8) for the supported subset (the pool's root dataset shows as a filesystem; volstack
+// does not mount filesystems, so its mountpoint is "none").
 #include <algorithm>
 #include <cstdio>
 
@@ -26,25 +26,28 @@ std::string Canonical(const std::string& p) {
 
 // zfs's property names (canonical, as Canonical returns them) that volstack reports.
 bool KnownZfsProp(const std::string& p) {
-  static const char* kKnown[] = {
-      "name",       "type",        "creation",   "used",           "available",
-      "referenced", "compression", "readonly",   "volsize",        "volblocksize",
-      "checksum",   "sync",        "logbias",    "refreservation", "usedbyrefreservation",
-      "guid",       "createtxg",   "mountpoint", "logicalused"};
+  static const char* kKnown[] = {"name",          "type",           "creation",
+                                 "used",          "available",      "referenced",
+                                 "compression",   "readonly",       "volsize",
+                                 "volblocksize",  "checksum",       "sync",
+                                 "logbias",       "refreservation", "usedbyrefreservation",
+                                 "guid",          "createtxg",      "mountpoint",
+                                 "logicalused",   "written",        "usedbysnapshots",
+                                 "usedbydataset", "origin",         "clones"};
   return std::find(std::begin(kKnown), std::end(kKnown), p) != std::end(kKnown);
 }
 
 bool IsBytesProp(const std::string& p) {
   return p == "used" || p == "available" || p == "referenced" || p == "volsize" ||
          p == "volblocksize" || p == "refreservation" || p == "usedbyrefreservation" ||
-         p == "logicalused";
+         p == "logicalused" || p == "written" || p == "usedbysnapshots" || p == "usedbydataset";
 }
 
 std::string Value(const pool::DatasetInfo& d, const std::string& prop, bool parsable) {
   const std::string p = Canonical(prop);
   if (p == "name") return d.name;
   auto it = d.props.find(p);
-  if (it == d.props.end()) return "-";
+  if (it == d.props.end() || it->second == "-") return "-";
   if (IsBytesProp(p)) {
     const uint64_t v = std::strtoull(it->second.c_str(), nullptr, 10);
     if (p == "refreservation" && v == 0 && !parsable) return "none";
@@ -158,12 +161,19 @@ int ZfsList(Context& ctx, const ListArgs& a) {
     if (!list.ok()) return ReportUsage("zfs list: " + list.status().message());
     cols = *list;
   }
-  std::vector<std::string> types = a.types.empty() || a.types == "all"
-                                       ? std::vector<std::string>{"filesystem", "volume"}
-                                       : poolcli::SplitComma(a.types);
+  std::vector<std::string> types =
+      a.types.empty()    ? std::vector<std::string>{"filesystem", "volume"}
+      : a.types == "all" ? std::vector<std::string>{"filesystem", "volume", "snapshot"}
+                         : poolcli::SplitComma(a.types);
+  // Snapshots are listed when asked for by type or by name (zfs's listsnapshots=off).
+  bool snapshots = std::any_of(a.names.begin(), a.names.end(), [](const std::string& n) {
+    return n.find('@') != std::string::npos;
+  });
   for (auto& t : types) {
     if (t == "vol") t = "volume";
     if (t == "fs") t = "filesystem";
+    if (t == "snap") t = "snapshot";
+    snapshots |= t == "snapshot";
     if (t != "volume" && t != "filesystem" && t != "snapshot" && t != "snap" && t != "bookmark") {
       return ReportUsage("zfs list: invalid type '" + t + "'");
     }
@@ -197,7 +207,15 @@ int ZfsList(Context& ctx, const ListArgs& a) {
       rc = ReportFailure(p.status());
       continue;
     }
-    auto all = (*p)->ListDatasets();
+    std::vector<pool::DatasetInfo> all;
+    for (auto& d : (*p)->ListDatasets()) {
+      const bool volume = d.type == "volume";
+      const std::string name = d.name;
+      all.push_back(std::move(d));
+      if (volume && snapshots) {
+        for (auto& s : (*p)->ListSnapshots(name)) all.push_back(std::move(s));
+      }
+    }
     for (const auto& n : a.names) {
       if (n.substr(0, n.find('/')) != c.name) continue;
       if (std::none_of(all.begin(), all.end(),
@@ -206,13 +224,17 @@ int ZfsList(Context& ctx, const ListArgs& a) {
       }
     }
     for (auto& d : all) {
-      if (std::find(types.begin(), types.end(), d.type) == types.end()) continue;
+      const bool type_ok = std::find(types.begin(), types.end(), d.type) != types.end();
       if (!a.names.empty()) {
         bool hit = false;
         for (const auto& n : a.names) {
-          hit |= d.name == n || (a.recursive && d.name.rfind(n + "/", 0) == 0);
+          // A dataset named is listed whatever its type; its children by -t.
+          hit |= d.name == n || (type_ok && a.recursive &&
+                                 (d.name.rfind(n + "/", 0) == 0 || d.name.rfind(n + "@", 0) == 0));
         }
         if (!hit) continue;
+      } else if (!type_ok) {
+        continue;
       }
       std::vector<std::string> row;
       for (auto& col : cols) row.push_back(Value(d, col, a.parsable));
@@ -228,7 +250,73 @@ int ZfsList(Context& ctx, const ListArgs& a) {
   return rc;
 }
 
-int ZfsDestroy(Context& ctx, const std::string& name, bool recursive) {
+// The snapshots of `volumes`, then the volumes' own: what zfs destroy -r takes first.
+Status DestroySnapshotsOf(pool::Pool& pool, const std::vector<std::string>& volumes) {
+  for (const auto& v : volumes) {
+    auto snaps = pool.ListSnapshots(v);
+    for (auto it = snaps.rbegin(); it != snaps.rend(); ++it) {
+      VS_RETURN_IF_ERROR(pool.DestroySnapshot(it->name));
+    }
+  }
+  return Status::Ok();
+}
+
+struct DestroyArgs {
+  std::string name;
+  bool recursive = false, dependents = false, dry_run = false, verbose = false, parsable = false;
+};
+
+int ZfsDestroySnapshot(Context& ctx, const DestroyArgs& a) {
+  if (Status st = pool::ValidateSnapshotName(a.name); !st.ok()) {
+    return ReportUsage("zfs destroy: " + st.message());
+  }
+  auto p = PoolOf(ctx, a.name, a.dry_run);
+  if (!p.ok()) return ReportFailure(p.status());
+  auto snap = (*p)->GetDataset(a.name);
+  if (!snap.ok()) {
+    return ReportFailure(
+        Status::NotFound("could not find any snapshots to destroy; check snapshot names."));
+  }
+  // -R: the clones go first (after their own snapshots), as zfs destroys dependents.
+  if (!snap->clones.empty() && !a.dependents) {
+    std::string msg = "cannot destroy '" + a.name +
+                      "': snapshot has dependent clones\nuse '-R' to destroy the following "
+                      "datasets:";
+    for (const auto& c : snap->clones) msg += "\n" + c;
+    return ReportFailure(Status::Exists(msg));
+  }
+  uint64_t freed = 0;
+  if (a.dry_run || a.verbose) {
+    for (const auto& c : snap->clones)
+      std::printf("%s destroy %s\n", a.dry_run ? "would" : "will", c.c_str());
+    if (Status st = (*p)->DestroySnapshot(a.name, /*dry_run=*/true, &freed); !st.ok()) {
+      return ReportFailure(st);
+    }
+    std::printf("%s destroy %s\n%s reclaim %s\n", a.dry_run ? "would" : "will", a.name.c_str(),
+                a.dry_run ? "would" : "will", Bytes(freed, a.parsable).c_str());
+    if (a.dry_run) return kExitOk;
+  }
+  if (!snap->clones.empty()) {
+    if (Status busy = CheckNotInUse(ctx, snap->clones); !busy.ok()) {
+      std::fprintf(stderr, "volstack: cannot destroy '%s': dataset is busy (%s)\n", a.name.c_str(),
+                   busy.message().c_str());
+      return kExitFailure;
+    }
+    ReleaseFromDaemon(snap->clones);
+    if (Status st = DestroySnapshotsOf(**p, snap->clones); !st.ok()) return ReportFailure(st);
+    for (const auto& c : snap->clones) {
+      if (Status st = (*p)->DestroyVolume(c); !st.ok()) return ReportFailure(st);
+    }
+  }
+  if (Status st = (*p)->DestroySnapshot(a.name); !st.ok()) return ReportFailure(st);
+  return kExitOk;
+}
+
+int ZfsDestroy(Context& ctx, const DestroyArgs& a) {
+  const std::string& name = a.name;
+  const bool recursive = a.recursive || a.dependents;
+  if (name.find('@') != std::string::npos) return ZfsDestroySnapshot(ctx, a);
+  if (a.dry_run) return ReportUsage("zfs destroy: -n is supported for snapshots only");
   if (name.find('/') == std::string::npos) {
     auto p = poolcli::OpenPool(ctx, name);
     if (!p.ok()) return ReportFailure(p.status());
@@ -250,6 +338,7 @@ int ZfsDestroy(Context& ctx, const std::string& name, bool recursive) {
       return kExitFailure;
     }
     ReleaseFromDaemon(volumes);
+    if (Status st = DestroySnapshotsOf(**p, volumes); !st.ok()) return ReportFailure(st);
     for (const auto& v : volumes) {
       if (Status st = (*p)->DestroyVolume(v); !st.ok()) return ReportFailure(st);
     }
@@ -263,6 +352,9 @@ int ZfsDestroy(Context& ctx, const std::string& name, bool recursive) {
     return kExitFailure;
   }
   ReleaseFromDaemon({name});
+  if (recursive) {
+    if (Status st = DestroySnapshotsOf(**p, {name}); !st.ok()) return ReportFailure(st);
+  }
   if (Status st = (*p)->DestroyVolume(name); !st.ok()) return ReportFailure(st);
   return kExitOk;
 }
@@ -312,7 +404,10 @@ int ZfsGet(Context& ctx, bool scripted, bool parsable, const std::string& fields
     std::vector<std::string> want;
     if (props == "all") {
       want = kVolumeGetAll;
-      if (d->type != "volume") {
+      if (d->type == "snapshot") {
+        want = {"type",    "creation",     "used", "referenced", "written",
+                "volsize", "volblocksize", "guid", "createtxg",  "clones"};
+      } else if (d->type != "volume") {
         want = {"type",       "creation",    "used",     "available", "referenced",
                 "mountpoint", "compression", "readonly", "checksum",  "guid"};
       }
@@ -371,6 +466,9 @@ int ZfsInherit(Context& ctx, const std::string& prop, const std::string& name) {
 
 }  // namespace
 
+// snapshot, rollback, clone (pool_zfs_snapshot_verbs.cc).
+void RegisterZfsSnapshotVerbs(CLI::App& zfs, Context& ctx);
+
 void RegisterZfsVerbs(CLI::App& app, Context& ctx) {
   CLI::App* zfs = app.add_subcommand("zfs", "Manage datasets and volumes of a pool");
   zfs->require_subcommand(1);
@@ -396,17 +494,21 @@ void RegisterZfsVerbs(CLI::App& app, Context& ctx) {
     c->add_flag("-p", a->parsable, "Exact numbers");
     c->add_flag("-r", a->recursive, "Include children");
     c->add_option("-o", a->cols, "Columns");
-    c->add_option("-t", a->types, "Types (filesystem,volume,all)");
+    c->add_option("-t", a->types, "Types (filesystem,volume,snapshot,all)");
     c->add_option("datasets", a->names, "Datasets");
   }
   {
-    auto name = std::make_shared<std::string>();
-    auto recursive = std::make_shared<bool>(false), force = std::make_shared<bool>(false);
-    auto* c = AddVerb(*zfs, ctx, "destroy", "Destroy a volume",
-                      [&ctx, name, recursive] { return ZfsDestroy(ctx, *name, *recursive); });
-    c->add_flag("-r", *recursive, "Destroy children");
+    auto a = std::make_shared<DestroyArgs>();
+    auto force = std::make_shared<bool>(false);
+    auto* c = AddVerb(*zfs, ctx, "destroy", "Destroy a volume or a snapshot",
+                      [&ctx, a] { return ZfsDestroy(ctx, *a); });
+    c->add_flag("-r", a->recursive, "Destroy children (a volume's snapshots)");
+    c->add_flag("-R", a->dependents, "Destroy dependents too (a snapshot's clones)");
+    c->add_flag("-n", a->dry_run, "Dry run: change nothing (with -v: what would be freed)");
+    c->add_flag("-v", a->verbose, "Print what is destroyed and the space reclaimed");
+    c->add_flag("-p", a->parsable, "Exact numbers");
     c->add_flag("-f", *force, "Force (accepted for compatibility)");
-    c->add_option("dataset", *name, "Dataset")->required();
+    c->add_option("dataset", a->name, "pool/vol or pool/vol@snap")->required();
   }
   {
     auto scripted = std::make_shared<bool>(false), parsable = std::make_shared<bool>(false);
@@ -435,6 +537,7 @@ void RegisterZfsVerbs(CLI::App& app, Context& ctx) {
     c->add_option("property", *prop, "Property")->required();
     c->add_option("dataset", *name, "Dataset")->required();
   }
+  RegisterZfsSnapshotVerbs(*zfs, ctx);
 }
 
 }  // namespace volstack::cli

@@ -1,5 +1,8 @@
 #include "pool/checker.h"
 
+#include <map>
+#include <set>
+
 #include "pool/pool_impl.h"
 
 namespace volstack::pool {
@@ -22,26 +25,51 @@ Result<CheckReport> CheckPool(Pool& pool, bool verify_data) {
   auto err = [&](std::string e) {
     if (r.errors.size() < 20) r.errors.push_back(std::move(e));
   };
-  std::vector<std::shared_ptr<Volume>> vols;
+  // Heads and snapshots: a block may be named by several trees (snapshot.cc), always by
+  // the same pointer, and once per tree.
+  std::vector<std::shared_ptr<Volume>> vols, snaps;
   {
     std::lock_guard l(p.mu);
     for (auto& [name, v] : p.volumes) vols.push_back(v);
+    for (auto& [name, v] : p.snapshots) snaps.push_back(v);
   }
+  struct Ref {
+    uint64_t asize, birth;
+    const Volume* last;  // the last tree that named it
+    int trees;
+  };
+  std::map<std::pair<uint32_t, uint64_t>, Ref> refs;
   std::vector<uint8_t> buf;
-  for (auto& v : vols) {
+  r.volumes = vols.size();
+  auto walk = [&](const std::shared_ptr<Volume>& v, bool head) {
     uint64_t used = 0;
+    const std::string name = v->phys().name;
     Status st = v->Walk([&](const BlockPtr& bp) {
       const Dva& d = bp.dva[0];
       if (d.vdev >= n) {
-        err(v->phys().name + ": pointer to vdev " + std::to_string(d.vdev));
+        err(name + ": pointer to vdev " + std::to_string(d.vdev));
+        return Status::Ok();
+      }
+      used += d.asize();
+      auto [it, fresh] = refs.try_emplace({d.vdev, d.offset}, Ref{d.asize(), bp.birth, v.get(), 1});
+      if (!fresh) {
+        if (it->second.asize != d.asize() || it->second.birth != bp.birth) {
+          err(name + ": block named by two different pointers: " + bp.ToString());
+        } else if (it->second.last == v.get()) {
+          err(name + ": block referenced twice: " + bp.ToString());
+        }
+        it->second.last = v.get();
+        it->second.trees++;
         return Status::Ok();
       }
       if (!referenced[d.vdev].Add(d.offset, d.asize())) {
-        err(v->phys().name + ": block referenced twice: " + bp.ToString());
+        err(name + ": block overlaps another: " + bp.ToString());
       }
-      used += d.asize();
       r.referenced_bytes += d.asize();
       if (bp.birth > p.synced_txg) err("block born after the synced txg: " + bp.ToString());
+      if (!head && bp.birth > v->synced_phys().create_txg) {
+        err(name + ": block born after its snapshot: " + bp.ToString());
+      }
       if (bp.level == 0) {
         r.data_blocks++;
         if (verify_data) {
@@ -53,10 +81,32 @@ Result<CheckReport> CheckPool(Pool& pool, bool verify_data) {
       }
       return Status::Ok();
     });
-    if (!st.ok()) err(v->phys().name + ": walk: " + st.ToString());
+    if (!st.ok()) err(name + ": walk: " + st.ToString());
     if (used != v->used()) {
-      err(v->phys().name + ": used " + std::to_string(v->used()) + " but tree holds " +
-          std::to_string(used));
+      err(name + ": used " + std::to_string(v->used()) + " but tree holds " + std::to_string(used));
+    }
+  };
+  for (auto& v : vols) walk(v, true);
+  for (auto& s : snaps) walk(s, false);
+  // A snapshot's `used` (what destroying it frees, found by its birth-pruned walk) must be
+  // exactly the blocks no other tree names.
+  std::map<const Volume*, uint64_t> unique;
+  for (const auto& [k, ref] : refs) {
+    if (ref.trees == 1) unique[ref.last] += ref.asize;
+  }
+  std::set<std::string> origins;
+  for (auto& v : vols) origins.insert(v->synced_phys().origin);
+  for (auto& s : snaps) {
+    r.snapshots++;
+    const std::string name = s->synced_phys().name;
+    // An origin's walk counts what only its clones share with it: it cannot be destroyed.
+    if (origins.count(name)) continue;
+    auto u = p.SnapshotUniqueLocked(name);
+    if (!u.ok()) {
+      err(name + ": used: " + u.status().ToString());
+    } else if (*u != unique[s.get()]) {
+      err(name + ": used " + std::to_string(*u) + " but " + std::to_string(unique[s.get()]) +
+          " bytes are named by no other tree");
     }
   }
   // The on-disk space map must replay to the in-memory live set, which must equal the

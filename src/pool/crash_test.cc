@@ -12,6 +12,10 @@
 //   - CheckPool finds every tree, the space map and the log blocks consistent (no leak, no
 //     double allocation) and every data checksum good;
 //   - the pool keeps working: more writes, a flush, and the check again.
+// Half the points also take, destroy and roll back to snapshots (snapshot.cc) between
+// the writes; after import each such operation happened entirely or not at all (a
+// snapshot of several volumes exists for all or none), every snapshot reads back exactly
+// its volumes' data when it was taken, and the checker proves each snapshot's space.
 // A quarter of the points run in a pool nearly full, so writes wait for freed space. Early
 // writes (early_write.cc) run between operations, as the early writer does between writes,
 // and half of them are followed by early flushes of every vdev (early_flush.h).
@@ -22,7 +26,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <random>
+#include <set>
 
 #include "bdev/fault_device.h"
 #include "pool/checker.h"
@@ -52,6 +59,17 @@ void Apply(const Op& op, std::vector<std::vector<uint8_t>>& images) {
   }
 }
 
+// A snapshot the workload took. `sure`: its operation returned (it exists unless
+// destroyed); otherwise a cut came during its creation or destroy and it may or may not
+// exist, together with the rest of its `group` (one Snapshot call or one rollback -r).
+struct SnapModel {
+  std::string name;
+  int vol;
+  std::vector<uint8_t> image;
+  bool sure = true;
+  int group = 0;
+};
+
 struct Outcome {
   std::string error;  // empty = verified
   uint64_t ops = 0;
@@ -59,6 +77,8 @@ struct Outcome {
   uint64_t double_cuts = 0;    // points with a second power cut during import
   uint64_t space_commits = 0;  // commits made for a write that found no room
   uint64_t early_bytes = 0;    // data written early and adopted by a commit before the cut
+  uint64_t snapshot_ops = 0;   // snapshots taken, destroyed and rolled back to
+  uint64_t snapshot_cuts = 0;  // of those, cut by the power failure
 };
 
 Outcome RunCrashPoint(uint64_t seed) {
@@ -127,13 +147,78 @@ Outcome RunCrashPoint(uint64_t seed) {
     for (const auto& op : since[v]) Apply(op, flushed);
     since[v].clear();
   };
+  const bool with_snapshots = rng() % 2 == 0;
+  std::vector<SnapModel> snaps;
+  std::vector<std::optional<std::vector<uint8_t>>> alt(nvols);  // a rollback cut mid-way
+  int next_snap = 0, next_group = 0;
+  // One snapshot operation; its Status, with the model updated for success or a cut.
+  auto snapshot_op = [&](int v) -> Status {
+    out.snapshot_ops++;
+    const uint32_t kind = rng() % 4;
+    std::vector<size_t> of_v;
+    for (size_t k = 0; k < snaps.size(); k++) {
+      if (snaps[k].vol == v) of_v.push_back(k);
+    }
+    if (kind <= 1 || of_v.empty()) {  // take: of one volume, or of all in one txg
+      std::vector<std::string> names;
+      const int group = ++next_group;
+      const std::string tag = "@s" + std::to_string(next_snap++);
+      for (int w = 0; w < nvols; w++) {
+        if (kind == 1 || w == v) {
+          names.push_back("trunk/v" + std::to_string(w) + tag);
+          snaps.push_back({names.back(), w, images[w], false, group});
+        }
+      }
+      Status st = pool->Snapshot(names);
+      if (st.ok()) {
+        for (auto& m : snaps) m.sure = m.sure || m.group == group;
+        for (int w = 0; w < nvols; w++) durable(w);  // its commit took every volume's data
+      }
+      return st;
+    }
+    const size_t k = of_v[rng() % of_v.size()];
+    if (kind == 2) {  // destroy
+      const std::string name = snaps[k].name;
+      snaps[k].sure = false;
+      snaps[k].group = ++next_group;
+      Status st = pool->DestroySnapshot(name);
+      if (st.ok()) std::erase_if(snaps, [&](const SnapModel& m) { return m.name == name; });
+      return st;
+    }
+    // Roll back (closed, after a sync so nothing of the volume is left to drop).
+    if (Status st = pool->Sync(); !st.ok()) return st;
+    for (int w = 0; w < nvols; w++) durable(w);
+    vols[v].reset();
+    const SnapModel target = snaps[k];
+    const int group = ++next_group;
+    for (auto& m : snaps) {
+      if (m.vol == v && &m - snaps.data() > static_cast<std::ptrdiff_t>(k)) {
+        m.sure = false;
+        m.group = group;
+      }
+    }
+    alt[v] = target.image;
+    Status st = pool->Rollback(target.name, /*destroy_later=*/true);
+    if (st.ok()) {
+      std::erase_if(snaps, [&](const SnapModel& m) { return m.group == group; });
+      images[v] = flushed[v] = target.image;
+      alt[v].reset();
+    }
+    auto dev = pool->OpenVolume("trunk/v" + std::to_string(v));
+    if (!dev.ok()) return st.ok() ? dev.status() : st;
+    vols[v] = *dev;
+    return st;
+  };
   const int nops = 20 + static_cast<int>(rng() % 100);
   for (int i = 0; i < nops; i++) {
     const int v = static_cast<int>(rng() % nvols);
     const uint64_t size = images[v].size();
     const uint32_t r = rng() % 100;
     Status st;
-    if (r < 14) {
+    if (with_snapshots && rng() % 100 < 6) {
+      st = snapshot_op(v);
+      out.snapshot_cuts += !st.ok();
+    } else if (r < 14) {
       st = vols[v]->Flush();
       if (st.ok()) durable(v);
     } else if (r < 17) {
@@ -279,11 +364,32 @@ Outcome RunCrashPoint(uint64_t seed) {
                    (unsigned long long)out.replayed, (unsigned long long)out.double_cuts,
                    (int)always[v]);
     }
+    if (diff != 0 && alt[v] && *alt[v] == g) diff = 0;  // the rollback cut mid-way happened
     if (diff != 0) {
       return fail("volume v" + std::to_string(v) +
                   " matches no state between its last durable point and the crash (" +
                   std::to_string(since[v].size()) + " ops since)");
     }
+  }
+  // Snapshots: those sure exist, the others exist with all their group or none of it, and
+  // each reads back its volumes' data when it was taken; no other exists.
+  std::set<std::string> listed;
+  for (const auto& d : pool->ListSnapshots()) listed.insert(d.name);
+  std::map<int, std::pair<int, int>> groups;  // group -> (exist, missing)
+  for (const auto& m : snaps) {
+    const bool exists = listed.erase(m.name) > 0;
+    if (m.sure && !exists) return fail("snapshot " + m.name + " lost");
+    if (!m.sure) (exists ? groups[m.group].first : groups[m.group].second)++;
+    if (!exists) continue;
+    auto dev = pool->OpenVolume(m.name);
+    if (!dev.ok()) return fail("open " + m.name + ": " + dev.status().ToString());
+    std::vector<uint8_t> g(m.image.size());
+    if (auto st = (*dev)->Read(0, g); !st.ok()) return fail("read " + m.name);
+    if (g != m.image) return fail("snapshot " + m.name + " does not read back its txg's data");
+  }
+  if (!listed.empty()) return fail("snapshot " + *listed.begin() + " appeared");
+  for (const auto& [group, n] : groups) {
+    if (n.first > 0 && n.second > 0) return fail("a snapshot operation happened in part");
   }
   auto report = CheckPool(*pool, true);
   if (!report.ok()) return fail("check: " + report.status().ToString());
@@ -314,7 +420,8 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
     if (const char* n = std::getenv("VOLSTACK_CRASH_POINTS")) points = std::atoi(n);
   }
   int failures = 0;
-  uint64_t ops = 0, replayed = 0, double_cuts = 0, space_commits = 0, early_bytes = 0;
+  uint64_t ops = 0, replayed = 0, double_cuts = 0, space_commits = 0, early_bytes = 0,
+           snapshot_ops = 0, snapshot_cuts = 0;
   for (int i = 0; i < points; i++) {
     Outcome o = RunCrashPoint(first_seed + static_cast<uint64_t>(i));
     ops += o.ops;
@@ -322,6 +429,8 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
     double_cuts += o.double_cuts;
     space_commits += o.space_commits;
     early_bytes += o.early_bytes;
+    snapshot_ops += o.snapshot_ops;
+    snapshot_cuts += o.snapshot_cuts;
     if (!o.error.empty()) {
       ADD_FAILURE() << o.error;
       if (++failures >= 5) break;
@@ -329,10 +438,12 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
   }
   std::printf(
       "crash points: %d, workload ops: %llu, log records replayed: %llu, "
-      "cuts during import: %llu, commits for space: %llu, early bytes adopted: %llu\n",
+      "cuts during import: %llu, commits for space: %llu, early bytes adopted: %llu, "
+      "snapshot operations: %llu (cut: %llu)\n",
       points, static_cast<unsigned long long>(ops), static_cast<unsigned long long>(replayed),
       static_cast<unsigned long long>(double_cuts), static_cast<unsigned long long>(space_commits),
-      static_cast<unsigned long long>(early_bytes));
+      static_cast<unsigned long long>(early_bytes), static_cast<unsigned long long>(snapshot_ops),
+      static_cast<unsigned long long>(snapshot_cuts));
   // The suite must exercise the log (replays and cuts during import happen), writes
   // that wait for space and early writes that commits adopt.
   if (points >= 100) {
@@ -340,6 +451,7 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
     EXPECT_GT(replayed, 0u);
     EXPECT_GT(double_cuts, 0u);
     EXPECT_GT(space_commits, 0u);
+    EXPECT_GT(snapshot_cuts, 0u);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "pool/mos_format.h"
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,7 @@ std::vector<uint8_t> EncodeMos(const MosPhys& mos) {
                   {"vdev", d.zil.head.vdev},     {"asize", d.zil.head.asize_sectors},
                   {"offset", d.zil.head.offset}, {"floor", d.zil.floor}};
     }
+    if (!d.origin.empty()) e["origin"] = d.origin;
     bps.push_back(&d.root);
     ds.push_back(std::move(e));
   }
@@ -38,7 +40,9 @@ std::vector<uint8_t> EncodeMos(const MosPhys& mos) {
   for (const auto& bp : mos.space_map) bps.push_back(&bp);
   const std::string text = j.dump();
   std::vector<uint8_t> out(24 + bps.size() * kBlkptrSize + text.size(), 0);
-  EncodeLE64(out.data(), kMosMagic);
+  const bool v3 = std::any_of(mos.datasets.begin(), mos.datasets.end(),
+                              [](const auto& d) { return d.is_snapshot() || !d.origin.empty(); });
+  EncodeLE64(out.data(), v3 ? kMosMagic : kMosMagicV2);
   EncodeLE64(out.data() + 8, mos.txg);
   EncodeLE32(out.data() + 16, static_cast<uint32_t>(bps.size()));
   EncodeLE32(out.data() + 20, static_cast<uint32_t>(text.size()));
@@ -55,7 +59,8 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
         "format version 1 (a pool made by an older volstack, before the intent log) is not "
         "supported by this volstack, which reads version 2; recreate the pool");
   }
-  if (DecodeLE64(block.data()) != kMosMagic) return bad("no magic");
+  const uint64_t magic = DecodeLE64(block.data());
+  if (magic != kMosMagic && magic != kMosMagicV2) return bad("no magic");
   MosPhys mos;
   mos.txg = DecodeLE64(block.data() + 8);
   const uint64_t nbp = DecodeLE32(block.data() + 16);
@@ -101,6 +106,10 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
         if (d.zil.guid == 0 || d.zil.head.empty() || d.zil.head.asize() > kZilMaxBlock) {
           return bad("intent log header");
         }
+      }
+      if (e.contains("origin")) d.origin = e.at("origin").get<std::string>();
+      if (magic == kMosMagicV2 && (d.is_snapshot() || !d.origin.empty())) {
+        return bad("a snapshot or clone in a version-2 directory");
       }
       const uint32_t vbs = d.volblocksize;
       if (vbs < 512 || vbs > (128u << 10) || (vbs & (vbs - 1)) != 0) return bad("volblocksize");

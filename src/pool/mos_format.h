@@ -6,14 +6,18 @@
 //
 //   MOS block (psize rounded up to the vdev allocation unit):
 //   off      size      field
-//   0        8         magic kMosMagic ("SMOS\0\0\0" + format version byte, 2)
+//   0        8         magic ("SMOS\0\0\0" + format version byte: 2, or 3 once the pool
+//                      holds a snapshot or a clone)
 //   8        8         txg that wrote it
 //   16       4         nbp: number of block pointers that follow
 //   20       4         json length n
 //   24       nbp*128   blkptrs: dataset roots (in directory order), then space-map blocks
 //   ...      n         JSON {"props":{..}, "next_id":N, "datasets":[{...,"root":i,
 //                            "zil":{guid,seq,vdev,asize,offset,floor} (only when a log
-//                            exists: zil_format.h)}], "nsm":K}
+//                            exists: zil_format.h), "origin":S (v3, a clone's origin
+//                            snapshot)}], "nsm":K}
+//            A v3 directory also lists snapshots: entries named "pool/vol@snap" whose
+//            root is the volume's root as of create_txg (their txg), read-only.
 //
 //   Space-map block (type kSpaceMap): an append-only log of allocation records, replayed in
 //   order at import (a later txg's block follows an earlier one):
@@ -41,8 +45,12 @@
 
 namespace volstack::pool {
 
-// The last byte is the MOS format version: 1 had no intent log, 2 adds the "zil" entries.
-inline constexpr uint64_t kMosMagic = 0x02000053534f4d53ull;  // "SMOS\0\0\0\2"
+// The last byte is the MOS format version: 1 had no intent log, 2 adds the "zil" entries,
+// 3 adds snapshot entries and clones' "origin". A MOS is written as version 3 only while
+// the pool holds a snapshot or a clone (the feature is "active", as ZFS's feature flags
+// say), so a pool that never used them stays readable by a version-2 volstack.
+inline constexpr uint64_t kMosMagic = 0x03000053534f4d53ull;  // "SMOS\0\0\0\3"
+inline constexpr uint64_t kMosMagicV2 = 0x02000053534f4d53ull;
 inline constexpr uint64_t kMosMagicV1 = 0x01000053534f4d53ull;
 inline constexpr uint64_t kSpaceMapMagic = 0x01504d4150535356ull;  // "VSSPMAP\1"
 inline constexpr size_t kMaxMetaBlock = 16u << 20;
@@ -61,6 +69,8 @@ struct DatasetPhys {
   BlockPtr root;
   std::map<std::string, std::string> props;  // stored (non-default) properties
   ZilHeaderPhys zil;                         // the volume's intent log, if any
+  std::string origin;  // a clone's origin snapshot ("pool/vol@snap"); empty otherwise (v3)
+  bool is_snapshot() const { return name.find('@') != std::string::npos; }
   bool operator==(const DatasetPhys&) const = default;
 };
 

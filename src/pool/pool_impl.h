@@ -42,6 +42,9 @@ inline constexpr uint64_t kMetaSlackBytes = 2 << 20;
 // What a thick volume reserves: volsize plus its indirect blocks when fully written.
 uint64_t MetaOverhead(const PoolImpl& pool, uint64_t nblocks);
 uint64_t FullReservation(const PoolImpl& pool, uint64_t volsize, uint32_t vbs);
+// Validates and normalises a settable volume property into `props` (spa.cc).
+Status ApplyVolumeProp(std::map<std::string, std::string>& props, const std::string& prop,
+                       const std::string& value);
 
 // One txg's commit state (sync_mu_ held).
 struct SyncContext {
@@ -142,6 +145,40 @@ class PoolImpl {
   uint64_t open_txg = 1;                                   // GUARDED_BY(mu)
   bool stop_thread = false;                                // GUARDED_BY(mu)
   bool kick = false;                                       // GUARDED_BY(mu)
+  // Snapshots (snapshot.cc): a read-only Volume over each snapshot's tree, by full name
+  // "pool/vol@snap". GUARDED_BY(mu)
+  std::map<std::string, std::shared_ptr<Volume>> snapshots;
+  // Snapshot operations queued for the next commit, which does them all in its one txg:
+  // destroys and rollbacks before the volumes' trees are written, creates after.
+  struct SnapOp {
+    enum class Kind { kCreate, kDestroy, kRollback } kind;
+    std::string name;  // the snapshot ("pool/vol@snap")
+    uint64_t id = 0;   // kCreate: its directory id
+  };
+  std::vector<SnapOp> pending_snap_ops;  // GUARDED_BY(mu)
+  // One snapshot operation (checks, queue, commit) at a time, so what one checked still
+  // holds when its commit runs. Taken before sync_mu and mu.
+  std::mutex snap_admin_mu;
+  // mu held: `volume`'s snapshots, oldest first.
+  std::vector<std::shared_ptr<Volume>> SnapshotsOfLocked(const std::string& volume) const;
+  // mu held: the txg of `vol`'s origin snapshot (a clone), else 0.
+  uint64_t OriginTxgLocked(const Volume& vol) const;
+  // mu held: what keep_txg of `volume` must be now.
+  uint64_t KeepTxgLocked(const Volume& vol) const;
+  // The commit's parts (sync_mu held): `ops` taken at quiesce. Before the trees: destroys
+  // and rollbacks (a rolled-back volume's dirty data is dropped, adding to *released).
+  // After: creates; then every snapshot's entry is appended to `datasets`.
+  Status SnapshotsBeforeTrees(SyncContext& ctx, const std::vector<SnapOp>& ops, uint64_t* released);
+  void SnapshotsAfterTrees(SyncContext& ctx, const std::vector<SnapOp>& ops,
+                           std::vector<DatasetPhys>* datasets);
+  // sync_mu held, nothing dirty in the trees involved: the bytes destroying `snapshot`
+  // frees (its `used`), the bytes it holds born since the previous snapshot (`written`).
+  Result<uint64_t> SnapshotUniqueLocked(const std::string& snapshot);
+  Result<uint64_t> WrittenSinceLocked(const DatasetPhys& tree, uint64_t since_txg);
+  // sync_mu held: a volume's `written` (since its newest snapshot or origin) and
+  // `usedbysnapshots` (what destroying all its snapshots frees), of its synced tree.
+  Status VolumeSnapshotSpaceLocked(const std::string& volume, uint64_t* written,
+                                   uint64_t* usedbysnapshots);
   // Export or destroy found no device open: none may open from then on (OpenVolume).
   bool leaving = false;  // GUARDED_BY(mu)
   std::atomic<bool> closed{false};

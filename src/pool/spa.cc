@@ -57,8 +57,12 @@
 // than the imported txg and commits. logbias=throughput turns the log off for a volume
 // (flush = commit).
 //
+// Snapshots and clones (snapshot.cc has the theory): a snapshot keeps the root its txg
+// wrote; a head frees a block only if it was born after its newest snapshot; destroying a
+// snapshot frees what it alone names, found by a birth-pruned walk beside the next tree.
+//
 // Simplifications on purpose: one DVA per pointer (mirrors/ditto later), no compression,
-// no snapshots yet (birth txgs are recorded for them).
+// no promote, holds or bookmarks yet.
 #include "pool/spa.h"
 
 #include <algorithm>
@@ -385,6 +389,11 @@ Status Leave(Pool& pool, PoolState state, const std::string& verb) {
     // Devices are opened under mu (OpenVolume), so none opens between this check and the
     // close: a device opened then would commit after the last txg, beside the labels.
     std::lock_guard l(impl.mu);
+    for (auto& [n, v] : impl.snapshots) {
+      if (v->open_count > 0) {
+        return Status::Busy("cannot " + verb + " '" + impl.name + "': pool is busy");
+      }
+    }
     for (auto& [n, v] : impl.volumes) {
       if (v->open_count > 0) {
         return Status::Busy("cannot " + verb + " '" + impl.name + "': pool is busy");
@@ -402,7 +411,6 @@ Status Pool::Export() { return Leave(*this, PoolState::kExported, "export"); }
 
 Status Pool::Destroy() { return Leave(*this, PoolState::kDestroyed, "destroy"); }
 
-namespace {
 // Validates and normalises a settable volume property into `props`.
 Status ApplyVolumeProp(std::map<std::string, std::string>& props, const std::string& prop,
                        const std::string& value) {
@@ -452,7 +460,6 @@ Status ApplyVolumeProp(std::map<std::string, std::string>& props, const std::str
   }
   return Status::Ok();
 }
-}  // namespace
 
 Result<DatasetInfo> Pool::CreateVolume(const std::string& name, const VolumeOptions& options) {
   VS_RETURN_IF_ERROR(ValidateDatasetName(name));
@@ -508,6 +515,8 @@ Result<DatasetInfo> Pool::CreateVolume(const std::string& name, const VolumeOpti
 
 Status Pool::DestroyVolume(const std::string& name) {
   VS_RETURN_IF_ERROR(impl_->CheckUsable());
+  // A snapshot operation checks and commits under it: none queued may lose its volume.
+  std::lock_guard admin(impl_->snap_admin_mu);
   {
     std::lock_guard l(impl_->mu);
     auto it = impl_->volumes.find(name);
@@ -516,6 +525,12 @@ Status Pool::DestroyVolume(const std::string& name) {
     }
     if (it->second->open_count > 0) {
       return Status::Busy("cannot destroy '" + name + "': dataset is busy");
+    }
+    if (auto snaps = impl_->SnapshotsOfLocked(name); !snaps.empty()) {
+      std::string msg = "cannot destroy '" + name +
+                        "': volume has children\nuse '-r' to destroy the following datasets:";
+      for (const auto& s : snaps) msg += "\n" + s->synced_phys().name;
+      return Status::Exists(msg);
     }
     it->second->destroyed = true;
     impl_->pending_destroy.push_back(it->second);
@@ -534,12 +549,14 @@ Result<bdev::BlockDevicePtr> Pool::OpenVolume(const std::string& name,
   }
   std::lock_guard l(impl_->mu);
   if (impl_->leaving) return Status::FromErrno(ENXIO, "pool " + impl_->name + " is closing");
-  auto it = impl_->volumes.find(name);
-  if (it == impl_->volumes.end()) {
+  const bool snapshot = name.find('@') != std::string::npos;
+  auto& map = snapshot ? impl_->snapshots : impl_->volumes;
+  auto it = map.find(name);
+  if (it == map.end()) {
     return Status::NotFound("cannot open '" + name + "': dataset does not exist");
   }
   const std::shared_ptr<Volume>& vol = it->second;
-  const bool ro = options.read_only || vol->Prop("readonly", "off") == "on";
+  const bool ro = snapshot || options.read_only || vol->Prop("readonly", "off") == "on";
   return bdev::BlockDevicePtr(
       std::make_shared<ZvolDevice>(shared_from_this(), vol, ro, options.logical_block_size));
 }
@@ -599,6 +616,28 @@ uint64_t PoolAvail(PoolImpl& impl) {
 
 std::vector<DatasetInfo> Pool::ListDatasets() {
   std::vector<DatasetInfo> out;
+  // Volumes with snapshots or an origin: their snapshot columns (snapshot.cc), from the
+  // synced trees, which sync_mu keeps still.
+  std::lock_guard s(impl_->sync_mu);
+  struct Extra {
+    uint64_t written = 0, usedbysnapshots = 0;
+  };
+  std::map<std::string, Extra> extra;
+  {
+    std::vector<std::string> names;
+    {
+      std::lock_guard l(impl_->mu);
+      for (auto& [n, v] : impl_->volumes) {
+        if (!impl_->SnapshotsOfLocked(n).empty() || !v->synced_phys().origin.empty()) {
+          names.push_back(n);
+        }
+      }
+    }
+    for (const auto& n : names) {
+      Extra e;
+      if (impl_->VolumeSnapshotSpaceLocked(n, &e.written, &e.usedbysnapshots).ok()) extra[n] = e;
+    }
+  }
   std::lock_guard l(impl_->mu);
   const uint64_t avail = PoolAvail(*impl_);
   DatasetInfo root;
@@ -609,7 +648,20 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
   root.creation_time = impl_->create_time;
   for (auto& [n, v] : impl_->volumes) {
     out.push_back(VolumeInfo(*impl_, *v, avail));
-    root.used += out.back().used;
+    DatasetInfo& d = out.back();
+    d.written = d.referenced;
+    if (auto e = extra.find(n); e != extra.end()) {
+      d.written = e->second.written;
+      d.usedbysnapshots = e->second.usedbysnapshots;
+      d.used += d.usedbysnapshots;
+    }
+    d.origin = v->synced_phys().origin;
+    d.props["written"] = std::to_string(d.written);
+    d.props["usedbysnapshots"] = std::to_string(d.usedbysnapshots);
+    d.props["usedbydataset"] = std::to_string(d.referenced);
+    d.props["used"] = std::to_string(d.used);
+    d.props["origin"] = d.origin.empty() ? "-" : d.origin;
+    root.used += d.used;
   }
   const uint64_t total = impl_->total_size();
   const uint64_t alloc = total - impl_->free_bytes.load();
@@ -635,6 +687,12 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
 }
 
 Result<DatasetInfo> Pool::GetDataset(const std::string& name) {
+  if (const auto at = name.find('@'); at != std::string::npos) {
+    for (auto& d : ListSnapshots(name.substr(0, at))) {
+      if (d.name == name) return d;
+    }
+    return Status::NotFound("cannot open '" + name + "': dataset does not exist");
+  }
   for (auto& d : ListDatasets()) {
     if (d.name == name) return d;
   }

@@ -99,6 +99,13 @@ struct DatasetInfo {
   uint64_t volsize = 0;
   uint32_t volblocksize = 0;
   uint64_t refreservation = 0;
+  // Snapshots (snapshot.cc). For a snapshot: used = what destroying it frees, written =
+  // what it holds born since the previous snapshot. For a volume: written = since its
+  // newest snapshot; usedbysnapshots = what destroying all its snapshots frees.
+  uint64_t written = 0;
+  uint64_t usedbysnapshots = 0;
+  std::string origin;                        // a clone's origin snapshot
+  std::vector<std::string> clones;           // a snapshot's clones
   std::map<std::string, std::string> props;  // every property, effective values
   std::vector<std::string> local;            // properties set explicitly (source "local")
 };
@@ -172,6 +179,31 @@ class Pool : public std::enable_shared_from_this<Pool> {
 
   // The root dataset first, then volumes by name.
   std::vector<DatasetInfo> ListDatasets();
+
+  // Snapshots (snapshot.cc has the theory). Names are "pool/vol@snap".
+  // Takes every snapshot named in one txg, or none: a bad or taken name, a missing volume,
+  // two of one volume: the error, nothing changed. O(1) in the volumes' sizes.
+  Status Snapshot(const std::vector<std::string>& names);
+  // Frees what no other snapshot, clone or head holds. EBUSY while the snapshot is open or
+  // has clones. `dry_run`: changes nothing. *freed (if given): the bytes freed, or that
+  // would be.
+  Status DestroySnapshot(const std::string& name, bool dry_run = false, uint64_t* freed = nullptr);
+  // Returns the volume to the snapshot's data (volsize included; properties stay). The
+  // snapshot must be the volume's newest unless `destroy_later`, which destroys the later
+  // ones in the same txg. EBUSY while the volume is open, or a later snapshot has clones.
+  Status Rollback(const std::string& snapshot, bool destroy_later = false);
+  // A writable volume `name` sharing every block of `snapshot` (origin). A sparse volume
+  // unless options.props sets a refreservation; options' volsize and volblocksize are ignored.
+  Result<DatasetInfo> Clone(const std::string& snapshot, const std::string& name,
+                            const VolumeOptions& options = {});
+  // User holds (zfs hold): a held snapshot cannot be destroyed (EBUSY). Hold: EEXIST if
+  // the tag is there; Release: ESRCH-like ENOENT if not. Each is committed before it returns.
+  Status Hold(const std::string& snapshot, const std::string& tag);
+  Status Release(const std::string& snapshot, const std::string& tag);
+  // tag -> time held (seconds since the epoch).
+  Result<std::map<std::string, uint64_t>> Holds(const std::string& snapshot);
+  // The snapshots of `volume` (of every volume if empty), each volume's oldest first.
+  std::vector<DatasetInfo> ListSnapshots(const std::string& volume = "");
   Result<DatasetInfo> GetDataset(const std::string& name);
   // volsize (grow only), readonly, sync, logbias, checksum, refreservation, user props (a:b).
   Status SetProperty(const std::string& dataset, const std::string& prop, const std::string& value);
@@ -201,7 +233,8 @@ std::vector<DiscoveredPool> DiscoverPools(
 
 // Pool and dataset component names as zfs takes them.
 Status ValidatePoolName(const std::string& name);
-Status ValidateDatasetName(const std::string& name);  // "pool/vol"
+Status ValidateDatasetName(const std::string& name);   // "pool/vol"
+Status ValidateSnapshotName(const std::string& name);  // "pool/vol@snap"
 // A settable pool property (comment, cachemax, dirtymax, a user property a:b) as it is
 // stored: a memory bound in bytes (memory_bounds.h), anything else as given. EINVAL for a
 // property that cannot be set or a value it cannot take.

@@ -42,9 +42,10 @@ Status CheckDatasets(const MosPhys& mos, const std::string& pool) {
     auto bad = [&](const std::string& why) {
       return Status::Corruption("MOS: dataset '" + d.name + "': " + why);
     };
-    if (!ValidateDatasetName(d.name).ok() || d.name.substr(0, d.name.find('/')) != pool) {
-      return bad("invalid name");
-    }
+    const Status name_ok =
+        d.is_snapshot() ? ValidateSnapshotName(d.name) : ValidateDatasetName(d.name);
+    if (!name_ok.ok() || d.name.substr(0, d.name.find('/')) != pool) return bad("invalid name");
+    if (d.is_snapshot() && !d.zil.empty()) return bad("a snapshot with an intent log");
     if (!names.insert(d.name).second || !ids.insert(d.id).second) return bad("listed twice");
     const uint32_t vbs = d.volblocksize;
     if (vbs < 4096 || vbs > 131072 || (vbs & (vbs - 1)) != 0) return bad("bad volblocksize");
@@ -56,6 +57,15 @@ Status CheckDatasets(const MosPhys& mos, const std::string& pool) {
     if (auto r = d.props.find("refreservation");
         r != d.props.end() && r->second != "auto" && !ParseByteCount(r->second)) {
       return bad("bad refreservation");
+    }
+  }
+  // A snapshot's volume and a clone's origin are in the directory (snapshot.cc).
+  for (const auto& d : mos.datasets) {
+    if (d.is_snapshot() && !names.count(d.name.substr(0, d.name.find('@')))) {
+      return Status::Corruption("MOS: snapshot '" + d.name + "' of a missing volume");
+    }
+    if (!d.origin.empty() && !names.count(d.origin)) {
+      return Status::Corruption("MOS: clone '" + d.name + "' of a missing snapshot");
     }
   }
   return Status::Ok();
@@ -205,14 +215,20 @@ Status PoolImpl::LoadFrom(const Uberblock& ub) {
   props = mos.props;
   next_id = mos.next_id;
   volumes.clear();
+  snapshots.clear();
   for (const auto& d : mos.datasets) {
     auto vol = std::make_shared<Volume>(this, d);
+    if (d.is_snapshot()) {
+      snapshots[d.name] = vol;
+      continue;
+    }
     auto it = d.props.find("refreservation");
     const std::string r = it == d.props.end() ? "0" : it->second;
     vol->refreservation =
         r == "auto" ? FullReservation(*this, d.volsize, d.volblocksize) : std::stoull(r);
     volumes[d.name] = vol;
   }
+  for (auto& [n, v] : volumes) v->keep_txg = KeepTxgLocked(*v);
   create_time = std::strtoull(props["creation"].c_str(), nullptr, 10);
   synced_txg = ub.txg;
   RecomputeReservations();

@@ -10,8 +10,10 @@
 //      written by one thread, the commit's or, for a large txg, a helper's (SyncTree).
 //      Indirect and meta blocks, built in scratch buffers, are batched by
 //      SyncContext::Write below.
-//   3. free the trees of destroyed volumes; the intent logs (zil_manager.cc) set each
-//      volume's log header and free the log blocks this txg makes obsolete. Then a
+//   3. free the trees of destroyed volumes (snapshot destroys and rollbacks free theirs
+//      before step 2, snapshots are taken after it: snapshot.cc); the intent logs
+//      (zil_manager.cc) set each volume's log header and free the log blocks this txg
+//      makes obsolete. Then a
 //      CacheFill (cache_fill.h) drops the freed data blocks from the block cache and copies
 //      the written ones into it, on a thread of its own, through steps 4 and 5.
 //   4. append this txg's alloc/free records to the space map (or condense it), write the
@@ -54,6 +56,13 @@ void SyncContext::Adopt(const Dva& dva, Volume* owner) {
 }
 
 Status SyncContext::Free(const BlockPtr& bp, Volume* owner) {
+  // ZFS's rule: a block born after the newest snapshot (or a clone's origin) is the head's
+  // alone and is freed; an older one is still in that snapshot's tree and stays allocated
+  // (snapshot.cc has the theory).
+  if (owner != nullptr && bp.birth <= owner->keep_txg.load()) {
+    owner->AdjustUsed(-static_cast<int64_t>(bp.dva[0].asize()));
+    return Status::Ok();
+  }
   for (const Dva& d : bp.dva) {
     if (d.empty()) continue;
     if (d.vdev >= pool->vdevs.size() || !pool->live[d.vdev].Remove(d.offset, d.asize())) {
@@ -218,6 +227,7 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
   if (failed) return SuspendedError();
   // 1. quiesce
   std::vector<std::shared_ptr<Volume>> vols, destroyed;
+  std::vector<SnapOp> snap_ops;
   MosPhys mos;
   uint64_t txg;
   size_t dirty_entries = 0;
@@ -231,6 +241,7 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     }
     destroyed.swap(pending_destroy);
     for (auto& v : destroyed) dirty_entries += v->Quiesce();
+    snap_ops.swap(pending_snap_ops);
     if (dirty_entries == 0 && destroyed.empty() && !mos_dirty && !zil->NeedsCommit(closing) &&
         !even_if_clean) {
       return Status::Ok();
@@ -258,12 +269,13 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     into += now - step_start;
     step_start = now;
   };
-  // 2./3. trees
+  // 2./3. trees; snapshot destroys and rollbacks before them, creates after (snapshot.cc)
+  uint64_t released = 0;
+  if (Status st = SnapshotsBeforeTrees(ctx, snap_ops, &released); !st.ok()) return fail(st);
   for (auto& v : vols) {
     Status st = v->SyncTree(ctx);
     if (!st.ok()) return fail(st);
   }
-  uint64_t released = 0;
   for (auto& v : destroyed) {
     v->DropEarlyLocked();
     v->FinishSync(&released);  // its buffers go with it
@@ -273,6 +285,7 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
   std::vector<DatasetPhys> datasets;
   for (auto& v : vols) datasets.push_back(v->synced_phys());
   zil->SyncBegin(ctx, vols, destroyed, datasets, closing);
+  SnapshotsAfterTrees(ctx, snap_ops, &datasets);
   if (block_cache) {
     ctx.cache_fill =
         CacheFill::Start(block_cache.get(), cache_refill.get(), std::exchange(ctx.forget, {}),

@@ -111,6 +111,16 @@ class Volume {
     return dirty.load() + r;
   }
   std::atomic<bool> destroyed{false};
+  // Snapshots (snapshot.cc). The newest txg whose tree a snapshot or this clone's origin
+  // holds: a block born at or before it that the head stops referencing stays allocated
+  // (SyncContext::Free). Changed only under the pool's sync_mu.
+  std::atomic<uint64_t> keep_txg{0};
+  // Rollback (sync_mu held, syncing map empty): the tree becomes `snap`'s (root, volsize,
+  // levels, referenced bytes) and the cached indirect blocks are dropped.
+  void ResetTreeLocked(const DatasetPhys& snap);
+  // A snapshot's properties (its holds): a snapshot has no tree commits, so the entry the
+  // MOS records changes at once (the pool's mu held; the caller commits).
+  void SetSnapshotProps(std::map<std::string, std::string> props);
 
   // Where a read last found block `blkid`'s pointer, as a number (l1_hints_): the address
   // of its PackedBlockPtr, what PrefetchPointer loads. 0 if no read has noted an L1 block

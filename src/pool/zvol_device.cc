@@ -102,6 +102,8 @@ Status ZvolDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, bdev::
 
 Status ZvolDevice::DoFlush() {
   VS_RETURN_IF_ERROR(CheckUsable());
+  // A snapshot (read-only, snapshot.cc) has nothing to make durable, and no intent log.
+  if (name().find('@') != std::string::npos) return Status::Ok();
   const Mode m = GetMode();
   if (m.disabled) return Status::Ok();
   return MakeDurable(m);
