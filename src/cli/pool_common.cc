@@ -117,6 +117,8 @@ Result<std::shared_ptr<pool::Pool>> ImportCachedPool(const Context& ctx, const s
     devs.push_back(*d);
   }
   pool::PoolImportOptions io;
+  io.expected_guid = entry->guid;  // checked before anything is written to the vdevs
+  io.read_only = read_only;        // no label update, no log replay
   // A read-only instance lists or scans (zpool list, lvm2's device scan) and is closed by
   // the same command: a data cache, whose tables are sized by the pool's cachemax, would
   // cost it more than all it reads.

@@ -15,7 +15,9 @@
 //   - a block freed in txg N is handed out again only after txg N + kTxgDefer is durable,
 //     so the last kTxgDefer + 1 trees stay intact on disk (import can rewind to them).
 // Import (spa_import.cc) picks the newest uberblock whose checksum, MOS and space map
-// verify and whose volume roots read back; it reads metadata only. Runs of a stream's whole
+// verify and whose volume roots read back; it reads metadata only. Since a valid uberblock
+// always names a flushed tree, taking an older one means damage: it is refused unless the
+// caller asks to rewind (zpool import -F), never done silently. Runs of a stream's whole
 // blocks may be written ahead of their commit, by the early writer (early_write.cc), to
 // space taken from the free set that only that commit's tree will name: the same data
 // writes, moved earlier, so none of the above changes. Likewise the early flusher
@@ -358,6 +360,7 @@ Pool::Pool(std::unique_ptr<PoolImpl> impl) : impl_(std::move(impl)) {}
 Pool::~Pool() { Close().IgnoreError(); }
 
 const std::string& Pool::name() const { return impl_->name; }
+const ImportReport& Pool::import_report() const { return impl_->import_report; }
 uint64_t Pool::guid() const { return impl_->pool_guid; }
 
 Status Pool::Sync() {
@@ -368,7 +371,7 @@ Status Pool::Sync() {
 Status Pool::Close() {
   if (impl_->closed) return Status::Ok();
   impl_->StopSyncThread();
-  Status st = impl_->Sync();
+  Status st = impl_->read_only ? Status::Ok() : impl_->Sync();
   impl_->closed = true;  // writes and flushes fail from here on
   // The cache fills stop. A commit already under way when `closed` was set may start one
   // more, which ~PoolImpl stops and joins.
