@@ -223,7 +223,7 @@ void PoolImpl::RecomputeReservations() {
   uint64_t total = 0;
   for (auto& [n, v] : volumes) {
     const uint64_t r = v->refreservation.load(), u = v->used();
-    if (r > u) total += r - u;
+    if (r > u) total = SaturatingAdd(total, r - u);
   }
   unused_reservation = total;
 }
@@ -249,8 +249,9 @@ Result<DirtyReservation> PoolImpl::ReserveDirty(Volume* vol, uint64_t bytes) {
   const uint64_t own_unused = r > u ? r - u : 0;
   const uint64_t own = vol->pending_dirty() + bytes;
   const uint64_t covered = std::min(own_unused, own);
-  uint64_t need = pending - std::min(pending, covered) + unused_reservation.load() + meta;
-  if (covered < own) need += slop;
+  uint64_t need =
+      SaturatingAdd(pending - std::min(pending, covered) + meta, unused_reservation.load());
+  if (covered < own) need = SaturatingAdd(need, slop);
   if (free_bytes.load() < need) return Status::NoSpace("pool " + name + ": out of space");
   reserved_bytes += bytes;
   vol->reserved += bytes;
@@ -486,8 +487,8 @@ Result<DatasetInfo> Pool::CreateVolume(const std::string& name, const VolumeOpti
     }
     const uint64_t slop = std::max<uint64_t>(impl_->total_size() / 32, 1 << 20);
     const uint64_t free = impl_->free_bytes.load();
-    if (refres > 0 &&
-        free < refres + impl_->unused_reservation.load() + slop + impl_->PendingDirty()) {
+    if (refres > 0 && free < SaturatingAdd(SaturatingAdd(refres, impl_->unused_reservation.load()),
+                                           slop + impl_->PendingDirty())) {
       return Status::NoSpace("cannot create '" + name + "': out of space");
     }
     DatasetPhys phys;

@@ -735,6 +735,21 @@ TEST(PoolTest, DamagedNewestMosRefusesImportUnlessRewound) {
   EXPECT_FALSE((*again)->import_report().rewound());
 }
 
+// A refreservation of 2^64-1 wrapped the space check's sum and was accepted.
+TEST(PoolTest, HugeRefreservationDoesNotWrapTheSpaceCheck) {
+  auto mem = bdev::MemoryDevice::Create(64 * kMiB);
+  PoolCreateOptions o;
+  o.tuning = TestTuning();
+  auto p = *Pool::Create("trunk", {mem}, o);
+  VolumeOptions vo;
+  vo.volsize = 1 * kMiB;
+  vo.props["refreservation"] = "18446744073709551615";
+  auto created = p->CreateVolume("trunk/v", vo);
+  ASSERT_FALSE(created.ok()) << "a 16E reservation was granted in a 64M pool";
+  EXPECT_EQ(created.status().code(), ENOSPC) << created.status().ToString();
+  EXPECT_EQ(p->ListDatasets().size(), 1u);
+}
+
 // Vdevs that now hold another pool (a vdev file replaced by an exported pool's) are
 // refused before anything is written: the other pool's labels stay EXPORTED.
 TEST(PoolTest, ImportOfAnotherPoolsVdevsWritesNothing) {
