@@ -185,7 +185,7 @@ Status RestoreLoops(stack::Daemon& daemon, bool devfs_fresh) {
   const std::string& root = daemon.state().root;
   VS_ASSIGN_OR_RETURN(auto bindings, exportfs::LoadLoopBindings(root));
   Status result;
-  bool changed = false;
+  std::map<std::string, std::string> moved;  // old device -> new
   for (auto& b : bindings) {
     auto info = exportfs::GetLoopInfo(b.device);
     const bool bound_here = info.ok() && info->backing_file == b.file;
@@ -208,11 +208,18 @@ Status RestoreLoops(stack::Daemon& daemon, bool devfs_fresh) {
     if (attached->device != b.device) {
       std::fprintf(stderr, "volstack: %s is busy; %s is now bound to %s\n", b.device.c_str(),
                    b.name.c_str(), attached->device.c_str());
-      b.device = attached->device;
-      changed = true;
+      moved[b.device] = attached->device;
     }
   }
-  if (changed) VS_RETURN_IF_ERROR(exportfs::SaveLoopBindings(root, bindings));
+  if (!moved.empty()) {
+    VS_RETURN_IF_ERROR(
+        exportfs::UpdateLoopBindings(root, [&](std::vector<exportfs::LoopBinding>& now) {
+          for (auto& b : now) {
+            if (auto it = moved.find(b.device); it != moved.end()) b.device = it->second;
+          }
+          return Status::Ok();
+        }));
+  }
   return result;
 }
 

@@ -16,6 +16,7 @@
 #include "stack/control_socket.h"
 #include "stack/daemon.h"
 #include "stack/state_dir.h"
+#include "util/state_file.h"
 
 namespace volstack::cli {
 
@@ -92,34 +93,54 @@ void WaitForDaemonExit(const stack::StateDir& state) {
   }
 }
 
+// The state dir and the verb of a command line, read before CLI11 parses it; `help` when it
+// asks for help or the version.
+struct Invocation {
+  std::string state_dir = stack::kDefaultStateDir;
+  std::string verb;
+  bool help = false;
+};
+
+Invocation ReadInvocation(int argc, char** argv) {
+  Invocation inv;
+  if (const char* env = std::getenv("VOLSTACK_STATE_DIR"); env && *env) inv.state_dir = env;
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a == "--state-dir" && i + 1 < argc) {
+      inv.state_dir = argv[++i];
+    } else if (a.rfind("--state-dir=", 0) == 0) {
+      inv.state_dir = a.substr(12);
+    } else if (a == "-h" || a == "--help" || a == "--version") {
+      inv.help = true;
+    } else if (inv.verb.empty() && !a.empty() && a[0] != '-') {
+      inv.verb = a;
+    }
+  }
+  return inv;
+}
+
+// The state dir is checked before anything is read from it or written anywhere: its files
+// name the devices root's commands write to (util/state_file.h). `bench` makes its own.
+std::optional<int> RefuseUnsafeStateDir(const Invocation& inv) {
+  if (inv.help || inv.verb.empty() || inv.verb == "bench") return std::nullopt;
+  if (Status st = CheckStateDir(inv.state_dir); !st.ok()) return ReportFailure(st);
+  return std::nullopt;
+}
+
 // With a daemon running for the state dir, a command runs inside it, against the devices it
 // holds open, with this process's stdio; without one, the same code runs here. The daemon and
 // the verbs that start or serve a stack on their own always run here (`nbd` is forwarded:
 // the daemon serves NBD itself, see export_nbd.cc).
-std::optional<int> ForwardToDaemonIfRunning(int argc, char** argv) {
+std::optional<int> ForwardToDaemonIfRunning(const Invocation& inv, int argc, char** argv) {
   if (stack::Daemon::Current() != nullptr) return std::nullopt;
   // A background mover started by `pvmove -b` holds its VG's mover lock and must run here:
   // a daemon could not take that lock over.
   if (std::getenv("VOLSTACK_PVMOVE_LOCK_FD") != nullptr) return std::nullopt;
-  std::string state_dir = stack::kDefaultStateDir;
-  if (const char* env = std::getenv("VOLSTACK_STATE_DIR"); env && *env) state_dir = env;
-  std::string verb;
-  for (int i = 1; i < argc; i++) {
-    const std::string a = argv[i];
-    if (a == "--state-dir" && i + 1 < argc) {
-      state_dir = argv[++i];
-    } else if (a.rfind("--state-dir=", 0) == 0) {
-      state_dir = a.substr(12);
-    } else if (a == "-h" || a == "--help" || a == "--version") {
-      return std::nullopt;
-    } else if (verb.empty() && !a.empty() && a[0] != '-') {
-      verb = a;
-    }
-  }
-  if (verb.empty() || verb == "daemon" || verb == "bench" || verb == "devfs") {
+  const std::string& verb = inv.verb;
+  if (inv.help || verb.empty() || verb == "daemon" || verb == "bench" || verb == "devfs") {
     return std::nullopt;
   }
-  const stack::StateDir state{state_dir};
+  const stack::StateDir state{inv.state_dir};
   if (!stack::DaemonIsRunning(state.socket_path())) return std::nullopt;
   std::vector<std::string> args(argv, argv + argc);
   auto code = stack::ForwardToDaemon(state.socket_path(), args);
@@ -139,7 +160,9 @@ std::optional<int> ForwardToDaemonIfRunning(int argc, char** argv) {
 
 int Main(int argc, char** argv) {
   try {
-    if (auto forwarded = ForwardToDaemonIfRunning(argc, argv)) return *forwarded;
+    const Invocation inv = ReadInvocation(argc, argv);
+    if (auto refused = RefuseUnsafeStateDir(inv)) return *refused;
+    if (auto forwarded = ForwardToDaemonIfRunning(inv, argc, argv)) return *forwarded;
     Context ctx;
     CLI::App app{"volstack: a userspace storage stack (pool, LVM2-compatible volumes, exports)",
                  "volstack"};

@@ -11,6 +11,7 @@
 #include "export/devfs.h"
 #include "export/loop_bindings.h"
 #include "util/file_util.h"
+#include "util/state_file.h"
 
 namespace volstack::cli {
 
@@ -92,13 +93,12 @@ int RunServer(const Context& ctx, const std::string& what, bool foreground,
     return ReportFailure(started);
   }
   const std::string pid_file = ctx.global.state_dir + "/" + what + ".pid";
-  std::error_code ec;
-  std::filesystem::create_directories(ctx.global.state_dir, ec);
-  WriteFileAtomically(pid_file, std::to_string(::getpid()) + "\n").IgnoreError();
+  ReplaceStateFile(ctx.global.state_dir, pid_file, std::to_string(::getpid()) + "\n").IgnoreError();
   if (!foreground) {
     const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     const std::string log = ctx.global.state_dir + "/" + what + ".log";
-    const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    auto opened = OpenStateFile(log, O_WRONLY | O_APPEND);
+    const int log_fd = opened.ok() ? *opened : -1;
     ::dup2(null_fd, STDIN_FILENO);
     ::dup2(null_fd, STDOUT_FILENO);
     ::dup2(log_fd >= 0 ? log_fd : null_fd, STDERR_FILENO);

@@ -125,10 +125,12 @@ int ListAll() {
 }
 
 Status Record(const Context& ctx, const std::string& device, const exportfs::LoopBinding* binding) {
-  VS_ASSIGN_OR_RETURN(auto loops, exportfs::LoadLoopBindings(ctx.global.state_dir));
-  std::erase_if(loops, [&](const exportfs::LoopBinding& b) { return b.device == device; });
-  if (binding != nullptr) loops.push_back(*binding);
-  return exportfs::SaveLoopBindings(ctx.global.state_dir, loops);
+  return exportfs::UpdateLoopBindings(
+      ctx.global.state_dir, [&](std::vector<exportfs::LoopBinding>& loops) {
+        std::erase_if(loops, [&](const exportfs::LoopBinding& b) { return b.device == device; });
+        if (binding != nullptr) loops.push_back(*binding);
+        return Status::Ok();
+      });
 }
 
 int Detach(const Context& ctx, const std::vector<std::string>& devices) {

@@ -11,9 +11,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 #include "cli/device_names.h"
 #include "util/size.h"
+#include "util/state_file.h"
 
 namespace volstack::cli::lvmcli {
 
@@ -36,59 +38,66 @@ std::vector<std::string> ReadListFile(const std::string& path) {
   return out;
 }
 
-Status WriteListFile(const std::string& path, const std::vector<std::string>& lines) {
-  const std::string dir = path.substr(0, path.rfind('/'));
-  std::string partial;
-  for (size_t i = 1; i <= dir.size(); i++) {
-    if (i == dir.size() || dir[i] == '/') {
-      partial = dir.substr(0, i);
-      if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
-        return ErrnoStatus("mkdir " + partial);
-      }
-    }
+namespace {
+std::vector<std::string> ParseList(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#') out.push_back(line);
   }
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoStatus("open " + tmp);
+  return out;
+}
+
+std::string FormatList(const std::vector<std::string>& lines) {
   std::string text;
   for (const auto& l : lines) text += l + "\n";
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-            ::fsync(fd) == 0;
-  int err = errno;
-  ::close(fd);
-  if (!ok) return ErrnoStatus("write " + tmp, err);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoStatus("rename " + tmp);
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::Ok();
+  return text;
+}
+}  // namespace
+
+Status UpdateListFile(const Context& ctx, const std::string& path,
+                      const std::function<bool(std::vector<std::string>& lines)>& modify) {
+  return UpdateStateFile(
+      ctx.global.state_dir, path,
+      [&](const std::optional<std::string>& old) -> Result<std::optional<std::string>> {
+        auto lines = old ? ParseList(*old) : std::vector<std::string>{};
+        if (!modify(lines)) return std::optional<std::string>();
+        return std::optional<std::string>(FormatList(lines));
+      });
+}
+
+Status WriteListFile(const Context& ctx, const std::string& path,
+                     const std::vector<std::string>& lines) {
+  return ReplaceStateFile(ctx.global.state_dir, path, FormatList(lines));
 }
 
 std::string DevicesFile(const Context& ctx) { return ctx.global.state_dir + "/lvm/devices"; }
 std::string ActiveFile(const Context& ctx) { return ctx.global.state_dir + "/lvm/active"; }
 
-Status AddToList(const std::string& path, const std::vector<std::string>& names) {
-  auto lines = ReadListFile(path);
-  bool changed = false;
-  for (const auto& n : names) {
-    if (std::find(lines.begin(), lines.end(), n) == lines.end()) {
-      lines.push_back(n);
-      changed = true;
+Status AddToList(const Context& ctx, const std::string& path,
+                 const std::vector<std::string>& names) {
+  return UpdateListFile(ctx, path, [&](std::vector<std::string>& lines) {
+    bool changed = false;
+    for (const auto& n : names) {
+      if (std::find(lines.begin(), lines.end(), n) == lines.end()) {
+        lines.push_back(n);
+        changed = true;
+      }
     }
-  }
-  return changed ? WriteListFile(path, lines) : Status::Ok();
+    return changed;
+  });
 }
 
-Status RemoveFromList(const std::string& path, const std::vector<std::string>& names) {
-  auto lines = ReadListFile(path);
-  auto end = std::remove_if(lines.begin(), lines.end(), [&](const std::string& l) {
-    return std::find(names.begin(), names.end(), l) != names.end();
+Status RemoveFromList(const Context& ctx, const std::string& path,
+                      const std::vector<std::string>& names) {
+  return UpdateListFile(ctx, path, [&](std::vector<std::string>& lines) {
+    auto end = std::remove_if(lines.begin(), lines.end(), [&](const std::string& l) {
+      return std::find(names.begin(), names.end(), l) != names.end();
+    });
+    if (end == lines.end()) return false;
+    lines.erase(end, lines.end());
+    return true;
   });
-  if (end == lines.end()) return Status::Ok();
-  lines.erase(end, lines.end());
-  return WriteListFile(path, lines);
 }
 
 std::string NormalizeDeviceName(const std::string& name) {

@@ -4,7 +4,8 @@
 // Which devices a command scans (lvm2's devices file, kept by volstack):
 //   <state_dir>/lvm/devices   one PV device name per line (a path, or a volstack device such
 //                             as trunk/funk); pvcreate/vgcreate add, pvremove removes, pvscan
-//                             adds what it finds. Written atomically (tmp, fsync, rename).
+//                             adds what it finds. Changed under the state dir's lock
+//                             (state_file.h).
 // plus every pool volume (cli::ListPoolVolumeNames) and the names given on the command line.
 //
 //   <state_dir>/lvm/active    one "vg/lv" per line: the LVs `vgchange -a y` / lvcreate
@@ -13,6 +14,7 @@
 // Every invocation is offline and in-process: open, do, flush, close.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,11 +36,18 @@ int Fail(const Status& status, int code = kLvmFailed);
 void Say(const std::string& message);
 
 std::vector<std::string> ReadListFile(const std::string& path);
-Status WriteListFile(const std::string& path, const std::vector<std::string>& lines);
+// The list files are changed under the state dir's lock (util/state_file.h). `modify`
+// returns false to leave the file unchanged.
+Status UpdateListFile(const Context& ctx, const std::string& path,
+                      const std::function<bool(std::vector<std::string>& lines)>& modify);
+Status WriteListFile(const Context& ctx, const std::string& path,
+                     const std::vector<std::string>& lines);
 std::string DevicesFile(const Context& ctx);
 std::string ActiveFile(const Context& ctx);
-Status AddToList(const std::string& path, const std::vector<std::string>& names);
-Status RemoveFromList(const std::string& path, const std::vector<std::string>& names);
+Status AddToList(const Context& ctx, const std::string& path,
+                 const std::vector<std::string>& names);
+Status RemoveFromList(const Context& ctx, const std::string& path,
+                      const std::vector<std::string>& names);
 
 // A device name as it is recorded: relative paths made absolute; others unchanged.
 std::string NormalizeDeviceName(const std::string& name);

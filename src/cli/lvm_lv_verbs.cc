@@ -225,7 +225,7 @@ int Lvcreate(const Context& ctx, const LvcreateArgs& a, const std::vector<std::s
       std::fprintf(stderr, "  WARNING: Logical volume %s/%s not zeroed.\n", vgname.c_str(),
                    name.c_str());
     }
-    Status act = AddToList(ActiveFile(ctx), {vgname + "/" + name});
+    Status act = AddToList(ctx, ActiveFile(ctx), {vgname + "/" + name});
     if (!act.ok()) return Fail(act);
   }
   Say("Logical volume \"" + name + "\" created.");
@@ -345,8 +345,10 @@ int Lvrename(const Context& ctx, const std::vector<std::string>& args) {
   s = session->Commit(vg, Description("lvrename", args));
   if (!s.ok()) return Fail(s);
   if (IsActive(ctx, vgname, from)) {
-    Status r = RemoveFromList(ActiveFile(ctx), {vgname + "/" + from});
-    if (r.ok()) r = AddToList(ActiveFile(ctx), {vgname + "/" + to});
+    Status r = UpdateListFile(ctx, ActiveFile(ctx), [&](std::vector<std::string>& active) {
+      std::replace(active.begin(), active.end(), vgname + "/" + from, vgname + "/" + to);
+      return true;
+    });
     if (!r.ok()) return Fail(r);
   }
   Say("Renamed \"" + from + "\" to \"" + to + "\" in volume group \"" + vgname + "\"");
@@ -395,7 +397,7 @@ int Lvremove(const Context& ctx, const std::vector<std::string>& names) {
     }
     std::vector<std::string> full;
     for (const auto& t : targets) full.push_back(vgname + "/" + t);
-    Status r = RemoveFromList(ActiveFile(ctx), full);
+    Status r = RemoveFromList(ctx, ActiveFile(ctx), full);
     if (!r.ok()) rc = Fail(r);
     for (const auto& t : targets) Say("Logical volume \"" + t + "\" successfully removed.");
   }

@@ -55,7 +55,7 @@ int Pvcreate(const Context& ctx, const PvcreateArgs& a) {
     Say("Physical volume \"" + name + "\" successfully created.");
   }
   if (!created.empty()) {
-    Status s = AddToList(DevicesFile(ctx), created);
+    Status s = AddToList(ctx, DevicesFile(ctx), created);
     if (!s.ok()) return Fail(s);
   }
   return rc;
@@ -81,7 +81,7 @@ int Pvremove(const Context& ctx, const std::vector<std::string>& devices) {
     removed.push_back(name);
     Say("Labels on physical volume \"" + name + "\" successfully wiped.");
   }
-  Status s = RemoveFromList(DevicesFile(ctx), removed);
+  Status s = RemoveFromList(ctx, DevicesFile(ctx), removed);
   if (!s.ok()) return Fail(s);
   return rc;
 }

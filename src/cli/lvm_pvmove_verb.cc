@@ -24,6 +24,7 @@
 #include "lvm/pvmove.h"
 #include "lvm/pvmove_lock.h"
 #include "stack/control_socket.h"
+#include "util/state_file.h"
 
 namespace volstack::cli {
 
@@ -354,8 +355,7 @@ Status SpawnBackground(const Context& ctx, Background& b) {
   for (auto& x : env) envp.push_back(x.data());
   envp.push_back(nullptr);
   const std::string log_path = ctx.global.state_dir + "/pvmove." + b.vg + ".log";
-  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (log < 0) return ErrnoStatus("open " + log_path);
+  VS_ASSIGN_OR_RETURN(const int log, OpenStateFile(log_path, O_WRONLY | O_TRUNC));
   const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   std::fflush(stdout);
   std::fflush(stderr);

@@ -362,7 +362,7 @@ int Pvscan(const Context& ctx, const std::vector<std::string>& names) {
                 FormatSizeLong(no_vg).c_str());
   }
   // Remember every PV found, so later commands scan it without being told.
-  Status s = AddToList(DevicesFile(ctx), found);
+  Status s = AddToList(ctx, DevicesFile(ctx), found);
   if (!s.ok()) return Fail(s);
   return kLvmOk;
 }

@@ -10,6 +10,7 @@
 #include "lvm/kept_lvs.h"
 #include "lvm/uuid.h"
 #include "lvm/vg_ops.h"
+#include "util/file_util.h"
 
 namespace volstack::cli::lvmcli {
 
@@ -35,7 +36,7 @@ Result<std::vector<lvm::Pv*>> OrphanPvs(const Context& ctx, lvm::Lvm& session,
     }
     if (std::find(out.begin(), out.end(), pv) == out.end()) out.push_back(pv);
   }
-  VS_RETURN_IF_ERROR(AddToList(DevicesFile(ctx), created));
+  VS_RETURN_IF_ERROR(AddToList(ctx, DevicesFile(ctx), created));
   return out;
 }
 
@@ -190,7 +191,7 @@ int Vgreduce(const Context& ctx, const VgreduceArgs& a, const std::vector<std::s
     Say("Logical volume \"" + lv + "\" successfully removed.");
     active.push_back(a.vg + "/" + lv);
   }
-  if (Status r = RemoveFromList(ActiveFile(ctx), active); !r.ok()) return Fail(r);
+  if (Status r = RemoveFromList(ctx, ActiveFile(ctx), active); !r.ok()) return Fail(r);
   for (const auto& n : removed_names)
     Say("Removed \"" + n + "\" from volume group \"" + a.vg + "\"");
   if (a.removemissing) Say("Wrote out consistent volume group " + a.vg + ".");
@@ -230,7 +231,7 @@ int Vgremove(const Context& ctx, const std::vector<std::string>& names, bool for
       rc = Fail(s);
       continue;
     }
-    Status a = RemoveFromList(ActiveFile(ctx), lvs);
+    Status a = RemoveFromList(ctx, ActiveFile(ctx), lvs);
     if (!a.ok()) rc = Fail(a);
     for (const auto& lv : lvs)
       Say("Logical volume \"" + lv.substr(lv.find('/') + 1) + "\" successfully removed.");
@@ -258,18 +259,17 @@ int Vgrename(const Context& ctx, const std::string& from, const std::string& to,
   vg.name = to;
   Status s = session->Commit(vg, Description("vgrename", argv));
   if (!s.ok()) return Fail(s);
-  auto active = ReadListFile(ActiveFile(ctx));
-  bool changed = false;
-  for (auto& l : active) {
-    if (l.starts_with(old + "/")) {
-      l = to + l.substr(old.size());
-      changed = true;
+  Status w = UpdateListFile(ctx, ActiveFile(ctx), [&](std::vector<std::string>& active) {
+    bool changed = false;
+    for (auto& l : active) {
+      if (l.starts_with(old + "/")) {
+        l = to + l.substr(old.size());
+        changed = true;
+      }
     }
-  }
-  if (changed) {
-    Status w = WriteListFile(ActiveFile(ctx), active);
-    if (!w.ok()) return Fail(w);
-  }
+    return changed;
+  });
+  if (!w.ok()) return Fail(w);
   Say("Volume group \"" + old + "\" successfully renamed to \"" + to + "\"");
   return kLvmOk;
 }
@@ -321,8 +321,8 @@ int Vgchange(const Context& ctx, const VgchangeArgs& a) {
       names.push_back(h->vg.name + "/" + lv.name);
       count++;
     }
-    Status s =
-        act == "y" ? AddToList(ActiveFile(ctx), names) : RemoveFromList(ActiveFile(ctx), names);
+    Status s = act == "y" ? AddToList(ctx, ActiveFile(ctx), names)
+                          : RemoveFromList(ctx, ActiveFile(ctx), names);
     if (!s.ok()) return Fail(s);
     Say(std::to_string(act == "y" ? count : 0) + " logical volume(s) in volume group \"" +
         h->vg.name + "\" now active");
@@ -376,7 +376,8 @@ int Vgcfgbackup(const Context& ctx, const std::vector<std::string>& names,
     std::vector<std::string> lines;
     std::istringstream in(text);
     for (std::string l; std::getline(in, l);) lines.push_back(l);
-    Status s = WriteListFile(path, lines);
+    Status s = file.empty() ? WriteListFile(ctx, path, lines)
+                            : WriteFileAtomically(path, text);  // where the user asked
     if (!s.ok()) {
       rc = Fail(s);
       continue;

@@ -112,8 +112,11 @@ Result<std::string> ServeNbdInDaemon(stack::Daemon& daemon, const Context& ctx,
   std::vector<std::string> missing;
   VS_ASSIGN_OR_RETURN(auto l, StartListener(daemon, ctx, record, &missing));
   if (!missing.empty()) return Status::NotFound("cannot open " + missing.front());
-  recorded.push_back(l->record);
-  VS_RETURN_IF_ERROR(stack::SaveNbdState(StatePath(ctx), recorded));
+  VS_RETURN_IF_ERROR(stack::UpdateNbdState(ctx.global.state_dir, StatePath(ctx),
+                                           [&](std::vector<stack::NbdListenerRecord>& now) {
+                                             now.push_back(l->record);
+                                             return Status::Ok();
+                                           }));
   const std::string address = l->server->address();
   Live()[l->record.address()] = std::move(l);
   return address;
@@ -126,12 +129,14 @@ Status StopNbd(const Context& ctx, const std::string& address) {
     // A damaged record must not keep a listener alive; it is reported, not rewritten.
     return live ? Status::Ok() : recorded.status();
   }
-  const size_t before = recorded->size();
-  std::erase_if(*recorded, [&](const auto& r) { return r.address() == address; });
-  if (recorded->size() == before) {
-    return live ? Status::Ok() : Status::NotFound("no NBD listener on " + address);
-  }
-  return stack::SaveNbdState(StatePath(ctx), *recorded);
+  bool found = false;
+  VS_RETURN_IF_ERROR(stack::UpdateNbdState(
+      ctx.global.state_dir, StatePath(ctx), [&](std::vector<stack::NbdListenerRecord>& now) {
+        found = std::erase_if(now, [&](const auto& r) { return r.address() == address; }) > 0;
+        return Status::Ok();
+      }));
+  if (!found) return live ? Status::Ok() : Status::NotFound("no NBD listener on " + address);
+  return Status::Ok();
 }
 
 Result<std::vector<NbdListenerStatus>> ListNbd(const Context& ctx) {

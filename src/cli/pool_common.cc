@@ -12,20 +12,18 @@
 #include "pool/pool_impl.h"
 #include "util/file_util.h"
 #include "util/size.h"
+#include "util/state_file.h"
 
 namespace volstack::cli::poolcli {
 
 std::string CachePath(const Context& ctx) { return ctx.global.state_dir + "/zpool.cache"; }
 
-Result<std::vector<CachedPool>> ReadCache(const Context& ctx) {
+namespace {
+
+Result<std::vector<CachedPool>> ParseCache(const std::string& path, const std::string& text) {
   std::vector<CachedPool> out;
-  auto text = ReadWholeFile(CachePath(ctx));
-  if (!text.ok()) {
-    if (text.status().IsNotFound()) return out;
-    return text.status();
-  }
-  const auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  auto bad = [&] { return Status::Corruption(CachePath(ctx) + ": not a valid pool cache"); };
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto bad = [&] { return Status::Corruption(path + ": not a valid pool cache"); };
   if (!j.is_object() || !j.contains("pools") || !j["pools"].is_array()) return bad();
   try {
     for (const auto& p : j["pools"]) {
@@ -41,31 +39,59 @@ Result<std::vector<CachedPool>> ReadCache(const Context& ctx) {
   return out;
 }
 
-Status WriteCache(const Context& ctx, const std::vector<CachedPool>& pools) {
+std::string FormatCache(const std::vector<CachedPool>& pools) {
   nlohmann::json j;
   j["version"] = 1;
   j["pools"] = nlohmann::json::array();
   for (const auto& p : pools) {
     j["pools"].push_back({{"name", p.name}, {"guid", std::to_string(p.guid)}, {"vdevs", p.vdevs}});
   }
-  return WriteFileAtomically(CachePath(ctx), j.dump(2) + "\n");
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+Result<std::vector<CachedPool>> ReadCache(const Context& ctx) {
+  auto text = ReadWholeFile(CachePath(ctx));
+  if (!text.ok()) {
+    if (text.status().IsNotFound()) return std::vector<CachedPool>{};
+    return text.status();
+  }
+  return ParseCache(CachePath(ctx), *text);
+}
+
+Status UpdateCache(const Context& ctx,
+                   const std::function<Status(std::vector<CachedPool>& pools)>& modify) {
+  const std::string path = CachePath(ctx);
+  return UpdateStateFile(
+      ctx.global.state_dir, path,
+      [&](const std::optional<std::string>& old) -> Result<std::optional<std::string>> {
+        std::vector<CachedPool> pools;
+        if (old) {
+          VS_ASSIGN_OR_RETURN(pools, ParseCache(path, *old));
+        }
+        VS_RETURN_IF_ERROR(modify(pools));
+        return std::optional<std::string>(FormatCache(pools));
+      });
 }
 
 Status AddToCache(const Context& ctx, const CachedPool& entry) {
-  VS_ASSIGN_OR_RETURN(auto pools, ReadCache(ctx));
-  pools.erase(std::remove_if(pools.begin(), pools.end(),
-                             [&](const CachedPool& p) { return p.name == entry.name; }),
-              pools.end());
-  pools.push_back(entry);
-  return WriteCache(ctx, pools);
+  return UpdateCache(ctx, [&](std::vector<CachedPool>& pools) {
+    pools.erase(std::remove_if(pools.begin(), pools.end(),
+                               [&](const CachedPool& p) { return p.name == entry.name; }),
+                pools.end());
+    pools.push_back(entry);
+    return Status::Ok();
+  });
 }
 
 Status RemoveFromCache(const Context& ctx, const std::string& name) {
-  VS_ASSIGN_OR_RETURN(auto pools, ReadCache(ctx));
-  pools.erase(std::remove_if(pools.begin(), pools.end(),
-                             [&](const CachedPool& p) { return p.name == name; }),
-              pools.end());
-  return WriteCache(ctx, pools);
+  return UpdateCache(ctx, [&](std::vector<CachedPool>& pools) {
+    pools.erase(std::remove_if(pools.begin(), pools.end(),
+                               [&](const CachedPool& p) { return p.name == name; }),
+                pools.end());
+    return Status::Ok();
+  });
 }
 
 Result<std::optional<CachedPool>> FindCached(const Context& ctx, const std::string& name) {
@@ -91,6 +117,8 @@ Result<std::shared_ptr<pool::Pool>> ImportCachedPool(const Context& ctx, const s
     devs.push_back(*d);
   }
   pool::PoolImportOptions io;
+  io.expected_guid = entry->guid;  // checked before anything is written to the vdevs
+  io.read_only = read_only;        // no label update, no log replay
   // A read-only instance lists or scans (zpool list, lvm2's device scan) and is closed by
   // the same command: a data cache, whose tables are sized by the pool's cachemax, would
   // cost it more than all it reads.

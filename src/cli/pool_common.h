@@ -4,9 +4,9 @@
 // Persistence without a daemon, like ZFS's zpool.cache: <state_dir>/zpool.cache is JSON
 //   {"version": 1, "pools": [{"name": "trunk", "guid": "123", "vdevs": ["/tmp/a", ...]}]}
 // listing the imported pools and their vdev device names (absolute paths, or volstack device
-// names). It is written atomically (tmp, fsync, rename, fsync dir). Every command opens the
-// pools it needs from it (vdevs via OpenDeviceByName, so files and block devices are locked
-// exclusively), does its work, syncs and closes. `zpool create`/`import` add an entry,
+// names). It is changed under the state dir's lock and replaced atomically (state_file.h). Every
+// command opens the pools it needs from it (vdevs via OpenDeviceByName, so files and block devices
+// are locked exclusively), does its work, syncs and closes. `zpool create`/`import` add an entry,
 // `export`/`destroy` remove it.
 #pragma once
 
@@ -30,7 +30,10 @@ struct CachedPool {
 std::string CachePath(const Context& ctx);
 // Missing file -> empty list; a damaged file -> Corruption.
 Result<std::vector<CachedPool>> ReadCache(const Context& ctx);
-Status WriteCache(const Context& ctx, const std::vector<CachedPool>& pools);
+// Read-modify-write of the cache under the state dir's lock (util/state_file.h): `modify`
+// changes the list; its error leaves the file as it was.
+Status UpdateCache(const Context& ctx,
+                   const std::function<Status(std::vector<CachedPool>& pools)>& modify);
 Status AddToCache(const Context& ctx, const CachedPool& entry);
 Status RemoveFromCache(const Context& ctx, const std::string& name);
 Result<std::optional<CachedPool>> FindCached(const Context& ctx, const std::string& name);

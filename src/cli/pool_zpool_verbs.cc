@@ -16,6 +16,7 @@
 #include "pool/memory_bounds.h"
 #include "pool/vdev.h"
 #include "remote/nbd_client_device.h"
+#include "util/state_file.h"
 
 namespace volstack::cli {
 
@@ -114,6 +115,10 @@ int ZpoolCreate(Context& ctx, bool force, const std::vector<std::string>& opts,
   if (Status st = pool::ValidatePoolName(name); !st.ok()) {
     return ReportUsage("zpool create: " + st.message());
   }
+  // Held until the pool is in the cache: no label is written unless the state dir can take
+  // the pool, and a parallel create of the same name waits and then finds it.
+  auto lock = StateDirLock::Take(ctx.global.state_dir);
+  if (!lock.ok()) return ReportFailure(lock.status().WithContext("cannot create '" + name + "'"));
   auto cached = poolcli::FindCached(ctx, name);
   if (!cached.ok()) return ReportFailure(cached.status());
   if (cached->has_value()) {
@@ -349,8 +354,28 @@ std::vector<std::pair<std::string, bdev::BlockDevicePtr>> ScanDirs(
   return out;
 }
 
-int ZpoolImport(Context& ctx, std::vector<std::string> dirs, bool force,
-                const std::vector<std::string>& args) {
+struct ImportArgs {
+  std::vector<std::string> dirs;
+  bool force = false;
+  bool rewind = false;   // -F
+  bool dry_run = false;  // -n (with -F)
+  std::vector<std::string> args;
+};
+
+std::string LocalTime(uint64_t seconds) {
+  const time_t t = static_cast<time_t>(seconds);
+  struct tm tm;
+  char buf[64];
+  if (localtime_r(&t, &tm) == nullptr || std::strftime(buf, sizeof buf, "%c", &tm) == 0) {
+    return std::to_string(seconds);
+  }
+  return buf;
+}
+
+int ZpoolImport(Context& ctx, ImportArgs a) {
+  auto& dirs = a.dirs;
+  const bool force = a.force;
+  const auto& args = a.args;
   if (dirs.empty()) dirs.push_back("/dev");
   if (args.size() > 1) return ReportUsage("zpool import: renaming on import is not supported");
   for (const auto& d : dirs) {
@@ -358,6 +383,9 @@ int ZpoolImport(Context& ctx, std::vector<std::string> dirs, bool force,
       return ReportUsage("zpool import: cannot open '" + d + "'");
     }
   }
+  // Held until the pool is in the cache, as for create.
+  auto lock = StateDirLock::Take(ctx.global.state_dir);
+  if (!lock.ok()) return ReportFailure(lock.status().WithContext("cannot import"));
   auto cached = poolcli::ReadCache(ctx);
   if (!cached.ok()) return ReportFailure(cached.status());
   std::vector<pool::DiscoveredPool> found;
@@ -453,10 +481,33 @@ int ZpoolImport(Context& ctx, std::vector<std::string> dirs, bool force,
     names.push_back(path);
   }
   pool::PoolImportOptions io;
+  io.expected_guid = p.guid;
+  io.rewind = a.rewind;
+  io.read_only = a.rewind && a.dry_run;  // zpool: -n only means something with -F
   auto imported = pool::Pool::Import(devs, io);
   if (!imported.ok())
     return ReportFailure(imported.status().WithContext("cannot import '" + want + "'"));
+  const pool::ImportReport report = (*imported)->import_report();
   if (Status st = (*imported)->Close(); !st.ok()) return ReportFailure(st);
+  if (io.read_only) {
+    if (report.rewound()) {
+      std::printf(
+          "Would be able to return %s to its state as of %s.\n"
+          "Would discard approximately %llu seconds of transactions (%s).\n",
+          p.name.c_str(), LocalTime(report.imported_time).c_str(),
+          static_cast<unsigned long long>(report.lost_seconds), report.LostTxgs().c_str());
+    } else {
+      std::printf("%s can be imported without discarding anything.\n", p.name.c_str());
+    }
+    return kExitOk;
+  }
+  if (report.rewound()) {
+    std::printf(
+        "Pool %s returned to its state as of %s.\n"
+        "Discarded approximately %llu seconds of transactions (%s).\n",
+        p.name.c_str(), LocalTime(report.imported_time).c_str(),
+        static_cast<unsigned long long>(report.lost_seconds), report.LostTxgs().c_str());
+  }
   if (Status st = poolcli::AddToCache(ctx, {p.name, p.guid, names}); !st.ok()) {
     return ReportFailure(st);
   }
@@ -586,15 +637,17 @@ void RegisterZpoolVerbs(CLI::App& app, Context& ctx) {
     c->add_option("pool", *name, "Pool name")->required();
   }
   {
-    auto dirs = std::make_shared<std::vector<std::string>>();
-    auto force = std::make_shared<bool>(false);
-    auto args = std::make_shared<std::vector<std::string>>();
+    auto a = std::make_shared<ImportArgs>();
     auto* c = AddVerb(*zpool, ctx, "import", "List importable pools, or import one by name or id",
-                      [&ctx, dirs, force, args] { return ZpoolImport(ctx, *dirs, *force, *args); });
-    c->add_option("-d", *dirs, "Directory (or device) to search for vdevs")
+                      [&ctx, a] { return ZpoolImport(ctx, *a); });
+    c->add_option("-d", a->dirs, "Directory (or device) to search for vdevs")
         ->allow_extra_args(false);
-    c->add_flag("-f", *force, "Import a pool that was not exported");
-    c->add_option("pool", *args, "Pool name or numeric id");
+    c->add_flag("-f", a->force, "Import a pool that was not exported");
+    c->add_flag("-F", a->rewind,
+                "Recovery: rewind to an older txg when the newest cannot be read, discarding "
+                "the txgs after it");
+    c->add_flag("-n", a->dry_run, "With -F: say whether rewinding would work, import nothing");
+    c->add_option("pool", a->args, "Pool name or numeric id");
   }
   {
     auto scripted = std::make_shared<bool>(false), parsable = std::make_shared<bool>(false);

@@ -10,6 +10,7 @@
 #include "cli/verbs.h"
 #include "stack/control_socket.h"
 #include "stack/daemon.h"
+#include "util/state_file.h"
 
 namespace volstack::cli {
 
@@ -40,8 +41,8 @@ int StartDaemonInBackground(const stack::StateDir& state) {
     ::close(ready_pipe[0]);
     ::setsid();
     if (::fork() > 0) ::_exit(0);  // the daemon is reparented to init, never a zombie of ours
-    const int log =
-        ::open(state.log_path().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    auto opened = OpenStateFile(state.log_path(), O_WRONLY | O_APPEND);
+    const int log = opened.ok() ? *opened : -1;
     const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null >= 0) ::dup2(null, 0);
     if (log >= 0) {

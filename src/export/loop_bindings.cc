@@ -4,27 +4,21 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "util/file_util.h"
+#include "util/state_file.h"
 
 namespace volstack::exportfs {
 
 std::string LoopBindingsPath(const std::string& state_dir) { return state_dir + "/loops.json"; }
 
-Result<std::vector<LoopBinding>> LoadLoopBindings(const std::string& state_dir) {
-  const std::string path = LoopBindingsPath(state_dir);
-  std::ifstream in(path);
+namespace {
+
+Result<std::vector<LoopBinding>> ParseLoopBindings(const std::string& path,
+                                                   const std::string& text) {
   std::vector<LoopBinding> loops;
-  if (!in) {
-    if (errno == ENOENT) return loops;
-    return ErrnoStatus("open " + path);
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const auto doc = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("loops") ||
       !doc["loops"].is_array()) {
     return Status::Corruption(path + ": not a loop bindings file");
@@ -46,7 +40,7 @@ Result<std::vector<LoopBinding>> LoadLoopBindings(const std::string& state_dir) 
   return loops;
 }
 
-Status SaveLoopBindings(const std::string& state_dir, const std::vector<LoopBinding>& loops) {
+std::string FormatLoopBindings(const std::vector<LoopBinding>& loops) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& b : loops) {
     arr.push_back({{"device", b.device},
@@ -56,8 +50,34 @@ Status SaveLoopBindings(const std::string& state_dir, const std::vector<LoopBind
                    {"direct_io", b.direct_io},
                    {"read_only", b.read_only}});
   }
-  return volstack::WriteFileAtomically(LoopBindingsPath(state_dir),
-                                       nlohmann::json{{"loops", arr}}.dump(2) + "\n");
+  return nlohmann::json{{"loops", arr}}.dump(2) + "\n";
+}
+
+}  // namespace
+
+Result<std::vector<LoopBinding>> LoadLoopBindings(const std::string& state_dir) {
+  const std::string path = LoopBindingsPath(state_dir);
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) {
+    if (text.status().IsNotFound()) return std::vector<LoopBinding>{};
+    return text.status();
+  }
+  return ParseLoopBindings(path, *text);
+}
+
+Status UpdateLoopBindings(const std::string& state_dir,
+                          const std::function<Status(std::vector<LoopBinding>& loops)>& modify) {
+  const std::string path = LoopBindingsPath(state_dir);
+  return UpdateStateFile(
+      state_dir, path,
+      [&](const std::optional<std::string>& old) -> Result<std::optional<std::string>> {
+        std::vector<LoopBinding> loops;
+        if (old) {
+          VS_ASSIGN_OR_RETURN(loops, ParseLoopBindings(path, *old));
+        }
+        VS_RETURN_IF_ERROR(modify(loops));
+        return std::optional<std::string>(FormatLoopBindings(loops));
+      });
 }
 
 }  // namespace volstack::exportfs

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct LoopBinding {
 std::string LoopBindingsPath(const std::string& state_dir);
 // An absent file is no bindings; a file that does not parse is Corruption.
 Result<std::vector<LoopBinding>> LoadLoopBindings(const std::string& state_dir);
-Status SaveLoopBindings(const std::string& state_dir, const std::vector<LoopBinding>& loops);
+// Read-modify-write under the state dir's lock (util/state_file.h); an error from `modify`
+// leaves the file as it was.
+Status UpdateLoopBindings(const std::string& state_dir,
+                          const std::function<Status(std::vector<LoopBinding>& loops)>& modify);
 
 }  // namespace volstack::exportfs

@@ -13,17 +13,15 @@
 #include <thread>
 
 #include "util/file_util.h"
+#include "util/state_file.h"
 
 namespace volstack::lvm {
 
 namespace {
 
 Result<int> OpenLockFile(const std::string& dir, const std::string& vg) {
-  VS_RETURN_IF_ERROR(MakeDirectories(dir));
-  const std::string path = MoverLock::Path(dir, vg);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoStatus("open " + path);
-  return fd;
+  VS_RETURN_IF_ERROR(PrepareStateDir(dir));
+  return OpenStateFile(MoverLock::Path(dir, vg), O_RDWR);
 }
 
 // The PID written in the lock file, or 0.

@@ -480,8 +480,8 @@ MosPhys CurrentMos(PoolImpl& impl) {
 }
 
 // A directory entry whose tree levels do not fit its volsize (crafted: every checksum
-// right) read other blocks' bytes and aborted on write. Import refuses that txg and falls
-// back to the one before.
+// right) read other blocks' bytes and aborted on write. Import refuses that txg, and falls
+// back to the one before only when told to rewind.
 TEST(HazardTest, ATreeOfTheWrongShapeIsRefusedAtImport) {
   auto mem = bdev::MemoryDevice::Create(128 * kMiB);
   auto pool = CreateTank(mem);
@@ -500,8 +500,10 @@ TEST(HazardTest, ATreeOfTheWrongShapeIsRefusedAtImport) {
   WriteCraftedMos(*pool->impl(), mos);
   PoolImportOptions io;
   io.tuning.sync_thread = false;
+  // The crafted txg is refused, and so is falling back past it without a rewind.
+  EXPECT_TRUE(Pool::Import({mem}, io).status().IsCorruption());
+  io.rewind = true;
   auto q = Pool::Import({mem}, io);
-  // The crafted txg is refused; import falls back to the txg before it.
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   EXPECT_EQ((*q)->GetDataset("tank/v")->volsize, vo.volsize) << "the bad entry was imported";
   std::vector<uint8_t> back(4096);
@@ -510,7 +512,7 @@ TEST(HazardTest, ATreeOfTheWrongShapeIsRefusedAtImport) {
 }
 
 // A refreservation that is not a number (crafted: every checksum right) threw out of the
-// import and ended the process. Import refuses that txg and falls back to the one before;
+// import and ended the process. Import refuses that txg (falling back only with a rewind);
 // a damaged memory bound in the same MOS is never reached.
 TEST(HazardTest, AReservationThatIsNotANumberIsRefusedAtImport) {
   auto mem = bdev::MemoryDevice::Create(128 * kMiB);
@@ -527,10 +529,12 @@ TEST(HazardTest, AReservationThatIsNotANumberIsRefusedAtImport) {
   WriteCraftedMos(*pool->impl(), mos);
   PoolImportOptions io;
   io.tuning.sync_thread = false;
+  EXPECT_TRUE(Pool::Import({mem}, io).status().IsCorruption());
+  io.rewind = true;
   auto q = Pool::Import({mem}, io);
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   EXPECT_EQ((*q)->GetDataset("tank/v")->refreservation, reserved);
-  EXPECT_EQ((*q)->impl()->synced_txg, pool->impl()->synced_txg);
+  EXPECT_EQ((*q)->import_report().imported_txg, pool->impl()->synced_txg);
 }
 
 // A memory bound that is not a number (crafted) is no reason to refuse a pool: the
@@ -554,7 +558,7 @@ TEST(HazardTest, AMemoryBoundThatIsNotANumberLeavesTheImportersOwn) {
 }
 
 // Two directory entries of one name, the first with a log header, aborted the import in
-// the log replay. Import refuses that txg and falls back to the one before.
+// the log replay. Import refuses that txg (falling back only with a rewind).
 TEST(HazardTest, ADatasetListedTwiceIsRefusedAtImport) {
   auto mem = bdev::MemoryDevice::Create(128 * kMiB);
   auto pool = CreateTank(mem);
@@ -576,8 +580,10 @@ TEST(HazardTest, ADatasetListedTwiceIsRefusedAtImport) {
       {
         PoolImportOptions io;
         io.tuning.sync_thread = false;
+        // The crafted txg is refused; with a rewind import falls back to the txg before.
+        if (!Pool::Import({mem}, io).status().IsCorruption()) std::_Exit(2);
+        io.rewind = true;
         auto q = Pool::Import({mem}, io);
-        // The crafted txg is refused; import falls back to the txg before it.
         std::_Exit(q.ok() && (*q)->ListDatasets().size() == 2 ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "")

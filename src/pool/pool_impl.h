@@ -89,6 +89,8 @@ class PoolImpl {
   std::vector<std::unique_ptr<Vdev>> vdevs;
   std::vector<uint64_t> vdev_guids;
   uint64_t create_time = 0;
+  bool read_only = false;  // imported with PoolImportOptions::read_only: never writes
+  ImportReport import_report;
 
   uint64_t asize(uint64_t size) const {
     const uint64_t unit = uint64_t{1} << ashift;

@@ -15,7 +15,9 @@
 //   - a block freed in txg N is handed out again only after txg N + kTxgDefer is durable,
 //     so the last kTxgDefer + 1 trees stay intact on disk (import can rewind to them).
 // Import (spa_import.cc) picks the newest uberblock whose checksum, MOS and space map
-// verify and whose volume roots read back; it reads metadata only. Runs of a stream's whole
+// verify and whose volume roots read back; it reads metadata only. Since a valid uberblock
+// always names a flushed tree, taking an older one means damage: it is refused unless the
+// caller asks to rewind (zpool import -F), never done silently. Runs of a stream's whole
 // blocks may be written ahead of their commit, by the early writer (early_write.cc), to
 // space taken from the free set that only that commit's tree will name: the same data
 // writes, moved earlier, so none of the above changes. Likewise the early flusher
@@ -225,7 +227,7 @@ void PoolImpl::RecomputeReservations() {
   uint64_t total = 0;
   for (auto& [n, v] : volumes) {
     const uint64_t r = v->refreservation.load(), u = v->used();
-    if (r > u) total += r - u;
+    if (r > u) total = SaturatingAdd(total, r - u);
   }
   unused_reservation = total;
 }
@@ -251,8 +253,9 @@ Result<DirtyReservation> PoolImpl::ReserveDirty(Volume* vol, uint64_t bytes) {
   const uint64_t own_unused = r > u ? r - u : 0;
   const uint64_t own = vol->pending_dirty() + bytes;
   const uint64_t covered = std::min(own_unused, own);
-  uint64_t need = pending - std::min(pending, covered) + unused_reservation.load() + meta;
-  if (covered < own) need += slop;
+  uint64_t need =
+      SaturatingAdd(pending - std::min(pending, covered) + meta, unused_reservation.load());
+  if (covered < own) need = SaturatingAdd(need, slop);
   if (free_bytes.load() < need) return Status::NoSpace("pool " + name + ": out of space");
   reserved_bytes += bytes;
   vol->reserved += bytes;
@@ -362,6 +365,7 @@ Pool::Pool(std::unique_ptr<PoolImpl> impl) : impl_(std::move(impl)) {}
 Pool::~Pool() { Close().IgnoreError(); }
 
 const std::string& Pool::name() const { return impl_->name; }
+const ImportReport& Pool::import_report() const { return impl_->import_report; }
 uint64_t Pool::guid() const { return impl_->pool_guid; }
 
 Status Pool::Sync() {
@@ -372,7 +376,7 @@ Status Pool::Sync() {
 Status Pool::Close() {
   if (impl_->closed) return Status::Ok();
   impl_->StopSyncThread();
-  Status st = impl_->Sync();
+  Status st = impl_->read_only ? Status::Ok() : impl_->Sync();
   impl_->closed = true;  // writes and flushes fail from here on
   // The cache fills stop. A commit already under way when `closed` was set may start one
   // more, which ~PoolImpl stops and joins.
@@ -490,8 +494,8 @@ Result<DatasetInfo> Pool::CreateVolume(const std::string& name, const VolumeOpti
     }
     const uint64_t slop = std::max<uint64_t>(impl_->total_size() / 32, 1 << 20);
     const uint64_t free = impl_->free_bytes.load();
-    if (refres > 0 &&
-        free < refres + impl_->unused_reservation.load() + slop + impl_->PendingDirty()) {
+    if (refres > 0 && free < SaturatingAdd(SaturatingAdd(refres, impl_->unused_reservation.load()),
+                                           slop + impl_->PendingDirty())) {
       return Status::NoSpace("cannot create '" + name + "': out of space");
     }
     DatasetPhys phys;

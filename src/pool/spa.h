@@ -73,6 +73,34 @@ struct PoolImportOptions {
   bool allow_active = true;  // false: refuse a pool whose labels say ACTIVE (zpool import)
   // Test hook: reject uberblocks newer than this txg (0 = none), like zpool import -T.
   uint64_t max_txg = 0;
+  // Nonzero: the pool the caller expects (its cache entry). Vdevs that now hold another
+  // pool are refused before anything is written to them.
+  uint64_t expected_guid = 0;
+  // When the newest uberblock's tree cannot be read, importing an older one discards the
+  // txgs committed after it: refused (EUCLEAN, saying how many txgs and seconds would be
+  // lost) unless `rewind` (zpool import -F) is set.
+  bool rewind = false;
+  // Writes nothing: no label update, no intent-log replay (the pool reads as of its last
+  // txg), no txg ever. For commands that only look (zpool list/status/get, -F -n).
+  bool read_only = false;
+};
+
+// What an import did that its caller should report (Pool::import_report()).
+struct ImportReport {
+  uint64_t newest_txg = 0;     // the newest uberblock with a valid checksum
+  uint64_t imported_txg = 0;   // the one imported
+  uint64_t imported_time = 0;  // the imported uberblock's timestamp (unix seconds)
+  uint64_t lost_seconds = 0;   // between their timestamps
+  std::string newest_error;    // why the newer ones could not be imported
+  // Volumes whose intent log was not (or not wholly) replayed, and why.
+  std::vector<std::string> log_losses;
+  bool rewound() const { return imported_txg < newest_txg; }
+  // "txg 7" or "txgs 6-7": the txgs a rewind discards.
+  std::string LostTxgs() const {
+    return imported_txg + 1 == newest_txg
+               ? "txg " + std::to_string(newest_txg)
+               : "txgs " + std::to_string(imported_txg + 1) + "-" + std::to_string(newest_txg);
+  }
 };
 
 struct VolumeOptions {
@@ -153,7 +181,9 @@ class Pool : public std::enable_shared_from_this<Pool> {
                                               std::vector<bdev::BlockDevicePtr> vdevs,
                                               const PoolCreateOptions& options = {});
   // Opens the pool whose vdevs are `vdevs` (any order; all of them). Takes the newest
-  // uberblock whose checksum, MOS and space map verify, falling back to older ones.
+  // uberblock whose checksum, MOS and space map verify; an older one only with
+  // options.rewind (else EUCLEAN, writing nothing). Every check is made before anything is
+  // written.
   static Result<std::shared_ptr<Pool>> Import(std::vector<bdev::BlockDevicePtr> vdevs,
                                               const PoolImportOptions& options = {});
 
@@ -217,6 +247,9 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // comment, cachemax and dirtymax (taking effect at the next import: memory_bounds.h),
   // user props (a:b). Synced before it returns.
   Status SetPoolProperty(const std::string& prop, const std::string& value);
+
+  // What the import of this pool discarded, if anything (empty for a created pool).
+  const ImportReport& import_report() const;
 
   PoolImpl* impl() { return impl_.get(); }  // internals for tests and the checker
 

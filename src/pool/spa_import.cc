@@ -9,6 +9,10 @@
 // cache is built once a candidate is accepted, sized by the pool's own memory bounds
 // (memory_bounds.h), which are known only from its MOS; until then reads go to the vdevs.
 //
+// Only the newest valid uberblock is taken without asking: an older one discards committed
+// txgs, so it needs PoolImportOptions::rewind. Nothing is written (labels, replay) until
+// every check has passed, and nothing at all by a read-only import.
+//
 // Then the intent logs (zil.h): while building the free space of a candidate, each
 // volume's log chain is walked from the header in its MOS entry and every valid block is
 // claimed (taken out of the free space, so nothing allocated during the replay can
@@ -253,6 +257,10 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
   }
   const LabelConfig* newest = &configs[0];
   for (auto& c : configs) {
+    if (options.expected_guid != 0 && c.pool_guid != options.expected_guid) {
+      return Status::NotFound(devices[&c - &configs[0]]->name() + " now holds another pool ('" +
+                              c.name + "'), not this one");
+    }
     if (c.pool_guid != configs[0].pool_guid) {
       return Status::InvalidArgument(devices[&c - &configs[0]]->name() +
                                      " belongs to another pool ('" + c.name + "')");
@@ -311,21 +319,45 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
   std::sort(ubs.begin(), ubs.end(),
             [](const Uberblock& a, const Uberblock& b) { return a.txg > b.txg; });
   Status last = Status::Corruption("no valid uberblock");
-  bool loaded = false;
+  Status newest_error;
+  const Uberblock* loaded = nullptr;
+  const Uberblock* newest_ub = nullptr;
   std::vector<Uberblock> tried;
   for (const auto& ub : ubs) {
     if (options.max_txg != 0 && ub.txg > options.max_txg) continue;
+    if (newest_ub == nullptr) newest_ub = &ub;
     if (std::find(tried.begin(), tried.end(), ub) != tried.end()) continue;
     tried.push_back(ub);
     Status st = impl->LoadFrom(ub);
     if (st.ok()) {
-      loaded = true;
+      loaded = &ub;
       break;
     }
     last = st.WithContext("txg " + std::to_string(ub.txg));
+    if (newest_error.ok()) newest_error = last;
   }
-  if (!loaded) {
+  if (loaded == nullptr) {
     return Status::Corruption("pool '" + impl->name + "' cannot be imported: " + last.message());
+  }
+  // A valid uberblock is written only after its tree is flushed (txg_sync.cc), so one whose
+  // tree cannot be read was damaged since: falling back to an older one would silently
+  // discard committed txgs. That takes the user's word (zpool import -F), as in OpenZFS.
+  ImportReport& report = impl->import_report;
+  report.newest_txg = newest_ub->txg;
+  report.imported_txg = loaded->txg;
+  report.imported_time = loaded->timestamp;
+  report.lost_seconds =
+      newest_ub->timestamp > loaded->timestamp ? newest_ub->timestamp - loaded->timestamp : 0;
+  report.newest_error = newest_error.ok() ? "" : newest_error.message();
+  if (report.rewound() && !options.rewind) {
+    return Status::Corruption(
+        "pool '" + impl->name + "': its newest txg cannot be read (" + report.newest_error +
+        "); importing would discard " + std::to_string(report.newest_txg - report.imported_txg) +
+        " committed txg(s) (" + report.LostTxgs() + ", about " +
+        std::to_string(report.lost_seconds) +
+        " seconds of changes); recovery by rewinding to txg " +
+        std::to_string(report.imported_txg) +
+        " is possible with 'zpool import -F' ('-F -n' checks it without importing)");
   }
   // The cache is sized for the pool's own bound, known once the MOS is read; until then
   // every read went to the vdevs.
@@ -337,11 +369,29 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
     return st.WithContext("pool '" + impl->name + "' not imported");
   }
   impl->open_txg = max_txg + 1;
+  if (options.read_only) {
+    // Looking only: the pool reads as of its last txg; a writable import replays the log.
+    impl->read_only = true;
+    return std::make_shared<Pool>(std::move(impl));
+  }
+  // The last check before the first write: records a replay could not apply.
+  if (Status st = impl->zil->CheckReplay(); !st.ok()) {
+    return st.WithContext("pool '" + impl->name + "' not imported");
+  }
   if (newest->state != PoolState::kActive) {
     VS_RETURN_IF_ERROR(impl->WriteLabels(PoolState::kActive, impl->synced_txg));
   }
   if (Status st = impl->zil->Replay(impl->synced_txg); !st.ok()) {
     return st.WithContext("pool '" + impl->name + "': intent log replay");
+  }
+  if (report.rewound()) {
+    // A txg past the damaged ones, so the next import starts from the rewound state
+    // instead of finding them newest again.
+    {
+      std::lock_guard l(impl->mu);
+      impl->mos_dirty = true;
+    }
+    VS_RETURN_IF_ERROR(impl->Sync());
   }
   impl->StartSyncThread();
   return std::make_shared<Pool>(std::move(impl));

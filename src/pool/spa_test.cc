@@ -655,7 +655,17 @@ TEST(PoolTest, DataBitFlipGivesEioNotWrongBytes) {
   EXPECT_FALSE(r.ok());
 }
 
-TEST(PoolTest, MosBitFlipFallsBackToOlderUberblock) {
+std::vector<uint8_t> AllBytes(bdev::BlockDevice& dev) {
+  std::vector<uint8_t> out(dev.size());
+  EXPECT_TRUE(dev.Read(0, out).ok());
+  return out;
+}
+
+// The two newest MOS blocks damaged: importing the txg before them would silently discard
+// two committed txgs. Import refuses, writing nothing, and says how much would be lost;
+// the dry run (rewind + read-only) says the same and writes nothing; rewind imports the
+// older txg and reports it.
+TEST(PoolTest, DamagedNewestMosRefusesImportUnlessRewound) {
   auto fault = bdev::FaultDevice::CreateInMemory(128 * kMiB, 512, 2);
   PoolCreateOptions o;
   o.tuning = TestTuning();
@@ -664,28 +674,129 @@ TEST(PoolTest, MosBitFlipFallsBackToOlderUberblock) {
   vo.volsize = 8 * kMiB;
   ASSERT_TRUE(p->CreateVolume("trunk/v", vo).ok());
   auto dev = *p->OpenVolume("trunk/v");
-  auto d1 = Pattern(16384, 1), d2 = Pattern(16384, 2);
+  auto d1 = Pattern(16384, 1), d2 = Pattern(16384, 2), d3 = Pattern(16384, 3);
   ASSERT_TRUE(dev->Write(0, d1).ok());
   ASSERT_TRUE(p->Sync().ok());  // one txg each (a Flush() would log)
   ASSERT_TRUE(dev->Write(0, d2).ok());
-  ASSERT_TRUE(p->Sync().ok());  // one txg each (a Flush() would log)
+  ASSERT_TRUE(p->Sync().ok());
+  const BlockPtr older_mos = p->impl()->mos_bp;
+  ASSERT_TRUE(dev->Write(0, d3).ok());
+  ASSERT_TRUE(p->Sync().ok());
   const BlockPtr newest_mos = p->impl()->mos_bp;
   const uint64_t newest = p->impl()->synced_txg;
   dev.reset();
   ASSERT_TRUE(p->Close().ok());
   p.reset();
   ASSERT_TRUE(fault->FlipBits(newest_mos.dva[0].offset, 512, 3).ok());
+  ASSERT_TRUE(fault->FlipBits(older_mos.dva[0].offset, 512, 3).ok());
+  const auto before = AllBytes(*fault);
+
   PoolImportOptions io;
   io.tuning = TestTuning();
+  auto refused = Pool::Import({fault}, io);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().IsCorruption());
+  const std::string& m = refused.status().message();
+  EXPECT_NE(m.find("would discard 2 committed txg(s)"), std::string::npos) << m;
+  EXPECT_NE(m.find("txgs " + std::to_string(newest - 1) + "-" + std::to_string(newest)),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("zpool import -F"), std::string::npos) << m;
+  EXPECT_TRUE(AllBytes(*fault) == before) << "a refused import wrote to the vdev";
+
+  io.rewind = true;
+  io.read_only = true;  // zpool import -F -n
+  {
+    auto dry = Pool::Import({fault}, io);
+    ASSERT_TRUE(dry.ok()) << dry.status().ToString();
+    EXPECT_EQ((*dry)->import_report().newest_txg, newest);
+    EXPECT_EQ((*dry)->import_report().imported_txg, newest - 2);
+    ASSERT_TRUE((*dry)->Close().ok());
+  }
+  EXPECT_TRUE(AllBytes(*fault) == before) << "a dry run wrote to the vdev";
+
+  io.read_only = false;
   auto q = Pool::Import({fault}, io);
   ASSERT_TRUE(q.ok()) << q.status().ToString();
-  EXPECT_EQ((*q)->impl()->synced_txg.load(), newest - 1);
+  EXPECT_TRUE((*q)->import_report().rewound());
+  EXPECT_EQ((*q)->import_report().imported_txg, newest - 2);
   std::vector<uint8_t> back(16384);
   ASSERT_TRUE((*(*q)->OpenVolume("trunk/v"))->Read(0, back).ok());
   EXPECT_EQ(back, d1);
   ExpectConsistent(**q);
-  // New txgs continue past the damaged one.
+  // New txgs continue past the damaged ones, and one is written at once: the next import
+  // needs no rewind.
   EXPECT_GT((*q)->impl()->open_txg, newest);
+  ASSERT_TRUE((*q)->Close().ok());
+  q->reset();
+  io.rewind = false;
+  auto again = Pool::Import({fault}, io);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE((*again)->import_report().rewound());
+}
+
+// A refreservation of 2^64-1 wrapped the space check's sum and was accepted.
+TEST(PoolTest, HugeRefreservationDoesNotWrapTheSpaceCheck) {
+  auto mem = bdev::MemoryDevice::Create(64 * kMiB);
+  PoolCreateOptions o;
+  o.tuning = TestTuning();
+  auto p = *Pool::Create("trunk", {mem}, o);
+  VolumeOptions vo;
+  vo.volsize = 1 * kMiB;
+  vo.props["refreservation"] = "18446744073709551615";
+  auto created = p->CreateVolume("trunk/v", vo);
+  ASSERT_FALSE(created.ok()) << "a 16E reservation was granted in a 64M pool";
+  EXPECT_EQ(created.status().code(), ENOSPC) << created.status().ToString();
+  EXPECT_EQ(p->ListDatasets().size(), 1u);
+}
+
+// Vdevs that now hold another pool (a vdev file replaced by an exported pool's) are
+// refused before anything is written: the other pool's labels stay EXPORTED.
+TEST(PoolTest, ImportOfAnotherPoolsVdevsWritesNothing) {
+  auto mem = bdev::MemoryDevice::Create(64 * kMiB);
+  PoolCreateOptions o;
+  o.tuning = TestTuning();
+  auto other = *Pool::Create("other", {mem}, o);
+  ASSERT_TRUE(other->Export().ok());
+  const auto before = AllBytes(*mem);
+  PoolImportOptions io;
+  io.tuning = TestTuning();
+  io.expected_guid = other->guid() + 1;
+  auto q = Pool::Import({mem}, io);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("now holds another pool ('other')"), std::string::npos)
+      << q.status().message();
+  EXPECT_TRUE(AllBytes(*mem) == before) << "the other pool's labels were rewritten";
+}
+
+// A read-only import of a pool left active with log records (a daemon killed) neither
+// replays the log nor writes anything; it reads as of the last txg.
+TEST(PoolTest, ReadOnlyImportWritesNothing) {
+  auto mem = bdev::MemoryDevice::Create(64 * kMiB);
+  PoolCreateOptions o;
+  o.tuning = TestTuning();
+  auto p = *Pool::Create("trunk", {mem}, o);
+  VolumeOptions vo;
+  vo.volsize = 1 * kMiB;
+  ASSERT_TRUE(p->CreateVolume("trunk/v", vo).ok());
+  auto dev = *p->OpenVolume("trunk/v");
+  ASSERT_TRUE(dev->Write(0, Pattern(4096, 1)).ok());
+  ASSERT_TRUE(dev->Flush().ok());  // creates the chain (a txg)
+  ASSERT_TRUE(dev->Write(0, Pattern(4096, 2)).ok());
+  ASSERT_TRUE(dev->Flush().ok());      // a log record
+  const auto before = AllBytes(*mem);  // as a kill -9 leaves it
+  PoolImportOptions io;
+  io.tuning = TestTuning();
+  io.read_only = true;
+  {
+    auto q = Pool::Import({mem}, io);
+    ASSERT_TRUE(q.ok()) << q.status().ToString();
+    EXPECT_EQ((*q)->Info().health, "ONLINE");
+    ASSERT_TRUE((*q)->Close().ok());
+  }
+  EXPECT_TRUE(AllBytes(*mem) == before) << "a read-only import wrote";
+  dev.reset();
+  p.reset();
 }
 
 TEST(PoolTest, DiscoverFindsPoolsByLabel) {

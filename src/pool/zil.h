@@ -200,6 +200,8 @@ class ZilManager {
   // volumes and commits; the claimed chains are freed by that commit. Call once, after
   // LoadFrom, before the sync thread starts.
   Status Replay(uint64_t imported_txg);
+  // The checks Replay makes on the records, made before import writes anything.
+  Status CheckReplay();
   uint64_t replayed_records() const { return replayed_records_; }
 
   // --- checker (sync_mu held) ---
@@ -213,6 +215,7 @@ class ZilManager {
 
  private:
   struct Claimed {
+    std::string name;  // the volume's
     std::shared_ptr<Volume> vol;
     ZilHeaderPhys header;
     std::vector<Dva> blocks;

@@ -278,6 +278,7 @@ void ZilManager::ResetClaims() {
 Status ZilManager::Claim(const DatasetPhys& d, std::vector<RangeSet>& free) {
   if (d.zil.empty()) return Status::Ok();
   Claimed c;
+  c.name = d.name;
   c.header = d.zil;
   Dva cur = d.zil.head;
   uint64_t seq = d.zil.seq;
@@ -308,6 +309,33 @@ Status ZilManager::Claim(const DatasetPhys& d, std::vector<RangeSet>& free) {
     seq++;
   }
   claims_[d.id] = std::move(c);
+  return Status::Ok();
+}
+
+Status ZilManager::CheckReplay() {
+  std::map<uint64_t, uint64_t> volsize;  // dataset id -> bytes
+  {
+    std::lock_guard l(pool_->mu);
+    for (auto& [n, v] : pool_->volumes) volsize[v->phys().id] = v->volsize();
+  }
+  for (const auto& [id, c] : claims_) {
+    const std::string& name = c.name;
+    if (!volsize.count(id)) return Status::Corruption("intent log of " + name + ": no volume");
+    const ZilRecord* first = nullptr;  // of a write split over blocks
+    const ZilRecord* prev = nullptr;
+    for (const auto& r : c.records) {
+      if (r.offset + r.length > volsize[id]) {
+        return Status::Corruption("intent log of " + name + ": record past the end");
+      }
+      if (first != nullptr && (r.type != ZilRecordType::kWrite || r.txg != first->txg ||
+                               r.offset != prev->offset + prev->length)) {
+        return Status::Corruption("intent log of " + name + ": broken split write");
+      }
+      if (first == nullptr) first = &r;
+      prev = &r;
+      if (!(r.flags & kZilRecordContinued)) first = prev = nullptr;
+    }
+  }
   return Status::Ok();
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "util/file_util.h"
+#include "util/state_file.h"
 
 namespace volstack::stack {
 
@@ -105,10 +106,9 @@ void Daemon::StopJobs() {
 }
 
 Status Daemon::Run(const StateDir& state, Hooks hooks, std::function<void(Status)> ready) {
-  VS_RETURN_IF_ERROR(MakeDirectories(state.root));
+  VS_RETURN_IF_ERROR(PrepareStateDir(state.root));
   // One daemon per state dir: the pid file is locked for the daemon's lifetime.
-  const int pid_fd = ::open(state.pid_path().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (pid_fd < 0) return ErrnoStatus("open " + state.pid_path());
+  VS_ASSIGN_OR_RETURN(const int pid_fd, OpenStateFile(state.pid_path(), O_RDWR));
   if (::flock(pid_fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(pid_fd);
     return Status::Busy("a daemon is already running for " + state.root);

@@ -7,6 +7,7 @@
 
 #include "bdev/device_registry.h"
 #include "util/file_util.h"
+#include "util/state_file.h"
 
 namespace volstack::stack {
 
@@ -179,8 +180,18 @@ Result<std::vector<NbdListenerRecord>> LoadNbdState(const std::string& path) {
   return ParseNbdState(*text, path);
 }
 
-Status SaveNbdState(const std::string& path, const std::vector<NbdListenerRecord>& listeners) {
-  return WriteFileAtomically(path, FormatNbdState(listeners));
+Status UpdateNbdState(const std::string& state_dir, const std::string& path,
+                      const std::function<Status(std::vector<NbdListenerRecord>&)>& modify) {
+  return UpdateStateFile(
+      state_dir, path,
+      [&](const std::optional<std::string>& old) -> Result<std::optional<std::string>> {
+        std::vector<NbdListenerRecord> listeners;
+        if (old) {
+          VS_ASSIGN_OR_RETURN(listeners, ParseNbdState(*old, path));
+        }
+        VS_RETURN_IF_ERROR(modify(listeners));
+        return std::optional<std::string>(FormatNbdState(listeners));
+      });
 }
 
 std::string NbdAddressOf(const std::string& text) {

@@ -14,14 +14,15 @@
 // by its address ("unix:PATH" or "HOST:PORT", as NbdServer::address() prints it), so two
 // listeners never share one.
 //
-// The file is replaced atomically (WriteFileAtomically) and validated on read: a damaged or
-// hand-edited file is Corruption with a message naming the file and the line (JSON syntax)
-// or the field ("listeners[1].exports[0].name") at fault, never a crash.
+// The file is changed under the state dir's lock, replaced atomically (state_file.h) and
+// validated on read: a damaged or hand-edited file is Corruption with a message naming the
+// file and the line (JSON syntax) or the field ("listeners[1].exports[0].name") at fault, never a crash.
 //
 // Threads: free functions without shared state; the daemon serialises writers.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,10 @@ std::string FormatNbdState(const std::vector<NbdListenerRecord>& listeners);
 
 // An absent file is no listeners.
 Result<std::vector<NbdListenerRecord>> LoadNbdState(const std::string& path);
-Status SaveNbdState(const std::string& path, const std::vector<NbdListenerRecord>& listeners);
+// Read-modify-write of `path` (in `state_dir`) under the state dir's lock
+// (util/state_file.h); an error from `modify` leaves the file as it was.
+Status UpdateNbdState(const std::string& state_dir, const std::string& path,
+                      const std::function<Status(std::vector<NbdListenerRecord>&)>& modify);
 
 // What a user types to name a listener ("/path/nbd.sock", "unix:/path", "127.0.0.1:10809")
 // as its address.

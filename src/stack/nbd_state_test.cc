@@ -58,7 +58,10 @@ TEST(NbdStateTest, SaveAndLoad) {
   auto empty = LoadNbdState(path);
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->empty());
-  ASSERT_TRUE(SaveNbdState(path, Sample()).ok());
+  ASSERT_TRUE(UpdateNbdState(tmpl, path, [](std::vector<NbdListenerRecord>& now) {
+                now = Sample();
+                return Status::Ok();
+              }).ok());
   auto loaded = LoadNbdState(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   EXPECT_EQ(*loaded, Sample());

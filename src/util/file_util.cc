@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <random>
 
 namespace volstack {
 
@@ -46,9 +48,18 @@ Status MakeDirectories(const std::string& path, unsigned mode) {
 Status WriteFileAtomically(const std::string& path, const std::string& contents) {
   const std::string dir = DirName(path);
   VS_RETURN_IF_ERROR(MakeDirectories(dir));
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoStatus("create " + tmp);
+  // A unique name, created O_EXCL|O_NOFOLLOW: never an existing file or a planted symlink
+  // (a fixed name let another writer, or an attacker, choose what is written to).
+  static std::atomic<uint64_t> counter{0};
+  std::random_device rd;
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0; attempt++) {
+    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++) + "." +
+          std::to_string(rd());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && (errno != EEXIST || attempt >= 16)) return ErrnoStatus("create " + tmp);
+  }
   Status s = WriteAll(fd, contents, tmp);
   if (s.ok() && ::fsync(fd) != 0) s = ErrnoStatus("fsync " + tmp);
   ::close(fd);

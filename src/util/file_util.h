@@ -8,8 +8,10 @@
 
 namespace volstack {
 
-// Writes `contents` to `path` atomically: a temp file beside it, fsync, rename, fsync of the
-// directory. Creates missing parent directories (mode 0700).
+// Writes `contents` to `path` atomically: a temp file beside it with a unique name, created
+// O_EXCL|O_NOFOLLOW, fsync, rename, fsync of the directory. Creates missing parent
+// directories (mode 0700). State-dir files go through UpdateStateFile (state_file.h),
+// which adds the lock that makes a read-modify-write safe.
 Status WriteFileAtomically(const std::string& path, const std::string& contents);
 
 // The whole file; ENOENT when it does not exist.

@@ -19,6 +19,12 @@ Result<uint64_t> ParseSize(std::string_view text, uint64_t default_unit = 1);
 // only, the whole text, below 2^64. Nothing else is a count: no sign, suffix or space.
 std::optional<uint64_t> ParseByteCount(std::string_view text);
 
+// a + b, or UINT64_MAX when that does not fit: space checks sum user-given sizes (a
+// refreservation of 2^64-1), and a wrapped sum would pass them.
+constexpr uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  return a + b < a ? ~uint64_t{0} : a + b;
+}
+
 // "1.00G", "512K", "3.50M": zfs-style, at most three significant digits.
 std::string FormatSizeShort(uint64_t bytes);
 
