@@ -1,8 +1,10 @@
 // DeviceRegistry: the set of active, named devices of one stack ("trunk/funk", "vg0/lv0").
 //
-// The pool and LVM layers add the devices they activate; exports (devfs, NBD) list them and
-// subscribe to changes, so a device appears in devfs when activated and disappears when
-// deactivated. Names are slash-separated paths of [A-Za-z0-9._+:-] components.
+// The layer that assembles a stack adds the devices it activates (today the CLI: cli/assembly.cc
+// in the daemon, export_devfs.cc and export_nbd.cc for a one-shot devfs or NBD server; the pool
+// and LVM engines never see the registry); exports (devfs, NBD) list them and subscribe to
+// changes, so a device appears in devfs when activated and disappears when deactivated. Names are
+// slash-separated paths of [A-Za-z0-9._+:-] components.
 //
 // Threads: all methods are safe from any thread. Listeners run on the thread that made the
 // change, after the registry's lock is released; they must not block for long.

@@ -11,7 +11,11 @@
 //   <state_dir>/lvm/active    one "vg/lv" per line: the LVs `vgchange -a y` / lvcreate
 //                             activated; the daemon activates them at startup.
 //
-// Every invocation is offline and in-process: open, do, flush, close.
+// Every invocation opens its own lvm::Lvm session in-process over those devices: open, do,
+// flush, close. Without a daemon that is all; inside the daemon (stack/daemon.h) a device
+// name resolves to the daemon's live device when one is registered (device_names.cc), and
+// the daemon's Reconcile (cli/assembly.cc) activates or releases LVs after the verb changed
+// lvm/active.
 #pragma once
 
 #include <functional>

@@ -5,7 +5,7 @@
 // malloc'd buffer per block, every hit also misses the TLB (a 256 MiB cache is 64 K pages
 // of 4 KiB). Chunks of 2 MiB in transparent huge pages need one TLB entry per 512 blocks of
 // 4 KiB: RandRead4K went from 0.69-0.79 to 0.86-0.92 of raw pread when measured with a
-// bump allocator in huge pages (docs/bench.md). And the cache can charge what it really
+// bump allocator in huge pages (docs/notes/memory.md). And the cache can charge what it really
 // holds: whole chunks, not block sizes plus a guessed malloc overhead.
 //
 // Layout. Chunks are chunk_bytes long (a power of two), mapped on demand, aligned to their
@@ -19,7 +19,7 @@
 // sequential read then copies stretches of memory the CPU prefetches; with a stack of free
 // slots the commit after an overwrite laid its blocks out in reverse, and sequential reads
 // of them ran at 0.55 of raw pread against 0.81 in order (pool_bench SeqRead1M/6, medians
-// of 5: docs/bench.md, "Fifteenth round").
+// of 5: docs/notes/read-path.md).
 //
 // A chunk whose last block is freed
 // becomes the arena's one spare when it has none (still mapped, still charged), else it is
@@ -27,7 +27,7 @@
 // chunk needed, of any block size, is the spare. Overwrites empty chunks steadily (a
 // commit forgets the blocks it frees while it caches their new versions), and on this
 // class of VM a fresh huge page costs 2-4 ms to fault in: the host has taken the freed
-// memory back (docs/bench.md, "Eighth round"). ReleaseSpare gives it back when the shard
+// memory back (docs/notes/memory.md). ReleaseSpare gives it back when the shard
 // must shrink, so a shard that switches block sizes (another volblocksize) still returns
 // the old size's memory as its blocks age out. Blocks bigger than half a chunk are plain
 // malloc'd buffers (a chunk would waste up to half of itself on them).

@@ -217,7 +217,7 @@ struct BlockCache::Shard {
   // quarter of its block. Counting an access then dirties one cache line, not kRows at
   // random: on this class of VM the four lines cost a cached 4 KiB read a sixth of its time
   // (pool_bench RandRead4K/5 0.63 -> 0.76 of raw without counting, 0.71 blocked;
-  // docs/bench.md, "Fourteenth round").
+  // docs/notes/read-path.md).
   size_t SketchBlock(uint64_t h) const {
     return static_cast<size_t>((h * kBlockSeed) >> shift) * kSketchBlock;
   }
@@ -276,7 +276,7 @@ BlockCache::BlockCache(uint64_t max_bytes, const std::atomic<uint64_t>* other_by
   const uint64_t table_bytes = kShards * slots * sizeof(Shard::Slot);
   const uint64_t counter_bytes = kShards * counters;
   // Every lookup starts at a random place in the tables and sketches: in huge pages that
-  // costs a cache miss but no TLB miss (docs/bench.md, "Fifth round").
+  // costs a cache miss but no TLB miss (docs/notes/read-path.md).
   tables_ =
       MapAligned(table_bytes + counter_bytes + hints * sizeof(*hints_), BlockArena::kHugePage);
   if (tables_.empty()) return;  // not usable(): the pool goes without (a limit on memory)

@@ -17,17 +17,16 @@
 // Memory ahead of need. On this class of VM memory the kernel has not handed out lately
 // is slow to touch: a fresh 2 MiB huge page costs 2-4 ms to fault in (the host took it
 // back), so a cache growing to 256 MiB spends over half a second of CPU in page faults,
-// inside the copies of commits and reads, under the shard's lock (docs/bench.md, "Eighth
-// and ninth rounds"). With `reserve`, the first Insert starts a thread at idle priority
-// that keeps one chunk per shard mapped and faulted in ahead of need, as a spare
-// (BlockArena::AddSpare) charged to the bound like any chunk; an Insert that takes a spare
-// wakes it to fault the next. It maps nothing past a shard's share and sleeps when every
-// shard has its spare or is full. The copies then rarely touch fresh memory, and while a
-// cache grows two threads fault it in rather than one. One chunk ahead did as well as
-// faulting the whole share in at once (pool_bench SeqRead1M/0, the share of reads that
-// hit the blocks the commits cached: medians of 7, 96 % with one chunk ahead, 95 % with
-// the whole share, 90 % without), and holds at most a chunk per shard that nothing uses.
-// A pool that only lists its datasets never inserts, and so never reserves.
+// inside the copies of commits and reads, under the shard's lock (docs/notes/memory.md). With
+// `reserve`, the first Insert starts a thread at idle priority that keeps one chunk per shard
+// mapped and faulted in ahead of need, as a spare (BlockArena::AddSpare) charged to the bound like
+// any chunk; an Insert that takes a spare wakes it to fault the next. It maps nothing past a
+// shard's share and sleeps when every shard has its spare or is full. The copies then rarely touch
+// fresh memory, and while a cache grows two threads fault it in rather than one. One chunk ahead
+// did as well as faulting the whole share in at once (pool_bench SeqRead1M/0, the share of reads
+// that hit the blocks the commits cached: medians of 7, 96 % with one chunk ahead, 95 % with the
+// whole share, 90 % without), and holds at most a chunk per shard that nothing uses. A pool that
+// only lists its datasets never inserts, and so never reserves.
 //
 // Readers wait for no fault. A read's miss is offered as Offer::kRead: it goes into a free
 // slot or the spare (or, if admitted, a victim's place), and when the shard would need a
@@ -74,10 +73,10 @@
 // wasted prefetch, which cannot fault, and nothing else. The slot's address is recorded
 // and prefetched too (it moves only when a deletion shifts it back). pool_bench HitRead4K
 // (4 KiB random reads of 192 MiB, all cached): 1,053 ns a hit without hints, 790 ns with
-// them, the bytes' address doing most of that (docs/bench.md, "Sixteenth round"). Both
+// them, the bytes' address doing most of that (docs/notes/read-path.md). Both
 // addresses fit one word (PackHint), 8 bytes an entry: at 16 bytes, loading the hint took
 // most of Volume::Read's own time in perf, and at 8 the table holds as many names in half
-// the memory (HitRead4K 615 -> 563 ns a hit: "Seventeenth round"). As many entries as the
+// the memory (HitRead4K 615 -> 563 ns a hit). As many entries as the
 // slot tables have room for, one per 4 KiB of the bound rounded up to a power of two (512
 // KiB at the default 256 MiB), charged with the tables. The volume prefetches the block's
 // pointer the same way (Volume::PrefetchPointer).
@@ -92,11 +91,11 @@
 // one shard in order, and so sit side by side in a chunk or two of its arena, in ascending
 // order (block_arena.h, "Order"), where a sequential read copies them as stretches of
 // memory the CPU prefetches (SeqRead1M/0: 0.55-0.64 of raw with shards by key hash,
-// 0.79-0.80 by 256 KiB region, medians of three rounds: docs/bench.md, "Eighth round").
+// 0.79-0.80 by 256 KiB region, medians of three runs: docs/notes/read-path.md).
 // Each jump to another shard's memory costs the copies what the prefetcher must learn
 // again: with every block cached, 0.944 of raw by 512 KiB region against 0.895 by 256 KiB.
 // Longer regions spread a volume less evenly (below): by 1 MiB region the random reads of
-// pool_bench RandRead4K/0 hit 91.6 % against 93.1 % ("Fifteenth round"). A region is
+// pool_bench RandRead4K/0 hit 91.6 % against 93.1 % (docs/notes/read-path.md). A region is
 // 512 KiB, or 1/32 of a shard's share if that is less (down to 4 KiB, a block each), so a
 // few regions can never hold more than a small part of a shard.
 // Each aligned group of kShards regions is dealt out over all the shards in an order hashed

@@ -7,7 +7,7 @@
 // stops them once the txg is durable, without waiting for the copy in flight: while the
 // cache grows that copy is often a fault of fresh cache memory, 2-4 ms for a huge page on
 // this class of VM, and every commit of a streaming writer used to wait that long
-// (docs/bench.md, "Eighth round"). Dropping the freed blocks (Forget) is here too, and is
+// (docs/notes/read-path.md). Dropping the freed blocks (Forget) is here too, and is
 // never cut short (it reads no buffer): it gives their room to live blocks, and costs the
 // commit's tree update no shard lock and probe per overwritten block.
 //

@@ -9,7 +9,7 @@
 // written in the cache, where 99.4 % fit, and each miss is a vdev read and a checksum
 // inside the reader's call. Reading the missed blocks back here, off the readers' and the
 // writers' threads, keeps the cache as warm after a write as the commits meant it to be
-// (docs/bench.md, "Fourteenth round").
+// (docs/notes/read-path.md).
 //
 // What it costs. One vdev read and one checksum per block left out. Copies are left out
 // whenever a commit is durable before its fill gets to them: most of them while the cache

@@ -5,8 +5,8 @@
 // a trap and a host fault on first write, about 11 us (16 MiB of fresh 16 KiB new[] blocks
 // written once: 42-59 ms). A pool's first 16 MiB of dirty blocks took 67-102 ms of its
 // writer's time in new[]'d blocks and 18-42 ms in huge pages, where one fault maps 2 MiB:
-// that one interval was about 7 % of the pool's time in pool_bench's SeqWrite64K/0 (docs/bench.md,
-// "Thirteenth round").
+// that one interval was about 7 % of the pool's time in pool_bench's SeqWrite64K/0
+// (docs/notes/memory.md).
 //
 // Memory. A commit gives its buffers back and the volume keeps some as spares
 // (Volume::FinishSync); the rest return here, where an emptied chunk is kept as the one

@@ -5,12 +5,12 @@
 // Why. On the disks this project is measured on (a VM's virtual disk over a host cache),
 // writes complete into a volatile cache at once and a flush then drains that cache at a
 // fixed rate, about 0.5 ms a MiB, however long the data has waited: a flush after 16 MiB
-// took 8 ms even 20 ms after the writes (docs/bench.md, "Twelfth round"). So a commit that
+// took 8 ms even 20 ms after the writes (docs/notes/commit-path.md). So a commit that
 // writes its data and only then flushes pays the whole drain after all its writes. Flushing
 // in the background, as the early writer's runs and the commit's own runs go out, moves
 // most of the drain under those writes: pool_bench SeqWrite64K went from 0.75-0.77 to
 // 0.85-0.89 of raw on written files and from 0.71-0.74 to 0.77-0.83 on sparse ones
-// (medians of 7 in three rounds).
+// (medians of 7).
 //
 // Safety. A flush only makes writes durable sooner: the data of the txg being written
 // (which only that txg's tree will name, or which a failed commit leaves in free space),

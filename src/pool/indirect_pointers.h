@@ -7,7 +7,7 @@
 // volume writes use one DVA, an XXH3-128 checksum (16 bytes) and no phys_birth. Packed,
 // such a pointer takes 64 bytes, one cache line, so a 256 MiB volume of 4 KiB blocks keeps
 // its 512 L1 blocks in 4.4 MiB instead of 8, and the block cache holds 900 more blocks of
-// its data at the default bound (docs/bench.md, "Eighteenth round"). One line a pointer is
+// its data at the default bound (docs/notes/memory.md). One line a pointer is
 // also what a read's prefetch of it loads (Volume::PrefetchPointer).
 //
 // Extras. What a packed pointer has no room for (DVAs 1 and 2, phys_birth, the checksum's

@@ -240,8 +240,8 @@ class PoolImpl {
   // cursor pulls it back (ReleaseLocked): overwritten space is written again before
   // never-written space further on, so a vdev on a sparse file (or a thin LUN) grows only as
   // far as live data and the deferred frees need, and the host file system is not asked to
-  // allocate anew on every pass over a volume (pool_bench SeqWrite64K/0: docs/bench.md,
-  // "Fifth round"). The holes random overwrites leave are smaller: filling them would
+  // allocate anew on every pass over a volume (pool_bench SeqWrite64K/0:
+  // docs/notes/commit-path.md). The holes random overwrites leave are smaller: filling them would
   // scatter a txg's writes.
   std::vector<uint64_t> cursor;                   // GUARDED_BY(sync_mu)
   uint32_t rotor = 0;                             // GUARDED_BY(sync_mu)

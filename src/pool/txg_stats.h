@@ -3,7 +3,7 @@
 //
 // Why. What a commit costs moves with the host more than with the code: on the VMs this
 // project is measured on, the same build's SeqWrite64K/1 ratio read 0.69 at one hour and
-// 0.84 at the next (docs/bench.md, "Tenth round"). Timing each step in every commit, and
+// 0.84 at the next (docs/notes/commit-path.md). Timing each step in every commit, and
 // pool_bench reporting the means per commit, lets one run say whether a slow ratio came
 // from the pool's own work (the trees: checksums, the kernel's copies, the indirect blocks)
 // or from the disk (the flushes), without patching timers in.

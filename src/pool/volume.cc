@@ -217,7 +217,7 @@ void Volume::TrimCacheLocked() {
   // room in memory of its own. The blocks loaded next fill the holes again, as long as
   // there are not many more holes than they need. pool_bench ThinFill at 100 GiB: peak RSS
   // growth 378-381 MiB trimming to 7/8, against the bound of 384, and 358-360 MiB at 31/32
-  // (docs/bench.md, "Nineteenth round"). Hash order is as good as random here; the L1 block
+  // (docs/notes/memory.md). Hash order is as good as random here; the L1 block
   // a caller holds stays alive through its shared_ptr.
   const uint64_t target = max - max / kTrimShare;
   uint64_t freed = 0;

@@ -257,14 +257,13 @@ class Volume {
   // (b >> kIndirectShift) % kL1Hints. Read starts loading the pointer from there before it
   // takes a lock, so its cache miss overlaps those of the block's slot and bytes
   // (BlockCache "Hints"): without it the pointer's load was the first of the chain, the
-  // rest waiting on it (HitRead4K 627 -> 598 ns a hit: docs/bench.md, "Seventeenth
-  // round"). One entry an L1 block, not one a block: the cache's hint table has none for
-  // the pointer, as a field there cost it hit rate ("Sixteenth round"). 1024 entries (8
-  // KiB a volume, not charged to the cache's bound) cover 512 MiB of 4 KiB blocks, 2 GiB
-  // of 16 KiB ones, before two L1 blocks share one. Only ever prefetched, never read
-  // through: an evicted block's address, or another L1's sharing the entry, costs a
-  // wasted prefetch. Written under tree_mu_ by LookupRangeLocked, only when it changed,
-  // on a line of its own (readers' loads must not contend with the commits' counters).
+  // rest waiting on it (HitRead4K 627 -> 598 ns a hit: docs/notes/read-path.md). One entry an L1
+  // block, not one a block: the cache's hint table has none for the pointer, as a field there cost
+  // it hit rate (docs/notes/read-path.md). 1024 entries (8 KiB a volume, not charged to the cache's
+  // bound) cover 512 MiB of 4 KiB blocks, 2 GiB of 16 KiB ones, before two L1 blocks share one.
+  // Only ever prefetched, never read through: an evicted block's address, or another L1's sharing
+  // the entry, costs a wasted prefetch. Written under tree_mu_ by LookupRangeLocked, only when it
+  // changed, on a line of its own (readers' loads must not contend with the commits' counters).
   static constexpr size_t kL1Hints = 1024;
   alignas(64) std::array<std::atomic<const PackedBlockPtr*>, kL1Hints> l1_hints_{};
   std::atomic<uint64_t> volsize_;

@@ -73,7 +73,7 @@ class ScratchLease {
 
 // Longest merged vdev read. The blocks are verified right after the read, while they are
 // still in the CPU's L2 cache: with 1 MiB runs the checksum pass re-read them from memory
-// and cost as much as the copy out of the page cache (docs/bench.md, "Where the time goes").
+// and cost as much as the copy out of the page cache (docs/notes/read-path.md).
 constexpr uint64_t kMaxRunBytes = 128 * 1024;
 
 // How far ahead of its copies a multi-block read prefetches the block cache's slots
@@ -261,7 +261,7 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
   // right after a hit is more likely a hole in what the cache holds: reading its whole run
   // read and verified again the rest of 128 KiB the cache had: 11 MiB a pass for the 0.6 %
   // of blocks the bound leaves out of pool_bench's SeqRead1M/0 (0.80 -> 0.87 of raw in one
-  // round, within the host's noise in another: docs/bench.md, "Fifteenth round"). A
+  // comparison, within the host's noise in another: docs/notes/read-path.md). A
   // request's first block, or one after a run that ended for another reason (a hole, a
   // dirty block, a jump on disk), counts as after a miss: nothing says the cache holds what
   // follows. A partial first block that hits counts as a hit.

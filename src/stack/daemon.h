@@ -3,7 +3,8 @@
 // runs the CLI's requests against them.
 //
 // Lifecycle: Run() takes the state dir's lock (one daemon per state dir), binds the control
-// socket, assembles the stack from the state dir (Assembly::Up), then serves requests until
+// socket, assembles the stack from the state dir (Hooks::up, which the CLI supplies:
+// cli::AssembleUp in cli/assembly.cc), then serves requests until
 // SIGTERM/SIGINT or a `down` request, and finally takes the stack down cleanly (flush, detach
 // what it bound, unmount devfs, export pools). A kill -9 skips the last step; the on-disk
 // formats make that safe (the pool replays to its last txg, LVM metadata commits are

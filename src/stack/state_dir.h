@@ -1,16 +1,22 @@
 // The state directory: what `volstack up` restores after a restart. It is refused unless
-// only root (or the caller) can write it; every file in it is changed under its lock, replaced
-// atomically (util/state_file.h) and validated on read; each subsystem owns its own file,
-// named here so the layout is visible in one place:
+// only root (or the caller) can write it; the files that record the stack (zpool.cache to
+// nbd.json below) are changed under its lock, replaced atomically (util/state_file.h) and
+// validated on read; the rest are the lock, logs and the running daemon's files. They are
+// named here so the layout is visible in one place, with the code that reads and writes each
+// (the pool engine never sees the state dir; lvm's pvmove lock is given the directory):
 //
-//   lock            flock'd by every writer of the files below
-//   zpool.cache     pools to import and where their vdevs are (pool)
-//   lvm/devices     devices to scan for PVs (lvm)
-//   lvm/active      VGs/LVs to activate (lvm)
-//   loops.json      kernel loop bindings to restore (export)
-//   nbd.json        NBD exports to restore (export)
-//   daemon.sock     the daemon's control socket; daemon.pid its PID, daemon.log its output
-//   dev/            the devfs mount when the state dir is not the default one
+//   lock                flock'd by every writer of the files below
+//   zpool.cache         pools to import and where their vdevs are (cli/pool_common.cc)
+//   lvm/devices         devices to scan for PVs (cli/lvm_common.cc)
+//   lvm/active          VGs/LVs to activate (cli/lvm_common.cc)
+//   loops.json          kernel loop bindings to restore (export/loop_bindings.cc)
+//   nbd.json            NBD exports to restore (format: stack/nbd_state.h; written by
+//                       cli/nbd_listeners.cc)
+//   pvmove.<vg>.lock    a running pvmove's lock (lvm/pvmove_lock.h)
+//   pvmove.<vg>.log     a background pvmove's output (cli/lvm_pvmove_verb.cc)
+//   daemon.sock         the daemon's control socket; daemon.pid its PID; daemon.log its
+//                       output (StateDir below, cli/stack_verbs.cc)
+//   dev/                the devfs mount when the state dir is not the default one
 #pragma once
 
 #include <string>

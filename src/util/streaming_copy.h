@@ -7,7 +7,7 @@
 // and the lines it brings in push out data that is still in use. glibc's memcpy streams
 // only copies larger than a sizeable share of the last-level cache, never one 4-128 KiB
 // block at a time. With it pool_bench SeqWrite64K's writes into a volume took 5.0-5.7 ms a
-// 16 MiB interval instead of 6.1-6.5 (docs/bench.md, "Fifth round").
+// 16 MiB interval instead of 6.1-6.5 (docs/notes/commit-path.md).
 //
 // Falls back to memcpy where it cannot stream: without SSE2, for a destination that is not
 // 16-byte aligned, or for a length that is not a multiple of 64.
