@@ -17,7 +17,7 @@ mode=${1:-build}
 
 packages=(
   # build
-  cmake g++ make pkg-config clang-format
+  cmake g++ make pkg-config clang-format python3
   libfuse3-dev liburing-dev libxxhash-dev liblz4-dev libzstd-dev libssl-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgnutls28-dev libnbd-dev
