@@ -98,7 +98,7 @@ TEST(BenchTest, BlockModeEndToEndOnTheFileStack) {
   o.size_bytes = 16 << 20;
   o.dir = dir;
   o.output = dir + "/out";
-  o.volstack = "/bin/false";  // no volstack verbs: nothing but in-process stacks
+  o.volstack = "/bin/false";  // --block runs no volstack binary: in-process stacks only
   testing::internal::CaptureStdout();
   int rc = RunBench(o);
   std::string out = testing::internal::GetCapturedStdout();

@@ -50,7 +50,7 @@ BenchReport SampleReport() {
   StackReport seed{"lvm-on-loop-on-zvol",
                    "the seed's way",
                    StackStatus::kUnavailable,
-                   "volstack <pvcreate> & co are not implemented yet",
+                   "no <dbench> & co in PATH",
                    {},
                    {}};
   StackReport broken{"lvm-on-file", "LV on a file", StackStatus::kFailed, "setup failed", {}, {}};
@@ -121,7 +121,7 @@ TEST(ReportTest, JsonParsesAndCarriesEverything) {
   EXPECT_EQ(j["config"]["mode"], "dbench");
   ASSERT_EQ(j["stacks"].size(), 5u);
   EXPECT_EQ(j["stacks"][3]["status"], "unavailable");
-  EXPECT_EQ(j["stacks"][3]["reason"], "volstack <pvcreate> & co are not implemented yet");
+  EXPECT_EQ(j["stacks"][3]["reason"], "no <dbench> & co in PATH");
   EXPECT_EQ(j["stacks"][0]["runs"].size(), 3u);
   EXPECT_EQ(j["stacks"][0]["runs"][0]["operations"][1]["name"], "Flush");
   EXPECT_DOUBLE_EQ(j["stacks"][0]["runs"][0]["throughput_mb_s"].get<double>(), 900);
@@ -140,7 +140,7 @@ TEST(ReportTest, MarkdownHasTheComparisonAndTheSeedsTables) {
   std::string md = ReportToMarkdown(SampleReport());
   EXPECT_NE(md.find("| zvol | 800.00 | 780.0–820.0 | 1.00 | 0.84 | 21.000 |"), std::string::npos)
       << md;
-  EXPECT_NE(md.find("| lvm-on-loop-on-zvol | unavailable: volstack <pvcreate>"), std::string::npos);
+  EXPECT_NE(md.find("| lvm-on-loop-on-zvol | unavailable: no <dbench>"), std::string::npos);
   EXPECT_NE(md.find(" Flush             50    11.000   110.000"), std::string::npos);
   EXPECT_NE(md.find("Throughput 950.000 MB/sec  10 clients  10 procs"), std::string::npos);
   EXPECT_NE(md.find("failed: dbench exit 1"), std::string::npos);
@@ -151,7 +151,7 @@ TEST(ReportTest, TerminalTableNamesEveryStack) {
   for (const char* s : {"file", "zvol", "lvm-on-zvol", "lvm-on-loop-on-zvol", "lvm-on-file"}) {
     EXPECT_NE(t.find(std::string(" ") + s + " "), std::string::npos) << s << "\n" << t;
   }
-  EXPECT_NE(t.find("unavailable: volstack <pvcreate>"), std::string::npos);
+  EXPECT_NE(t.find("unavailable: no <dbench>"), std::string::npos);
   EXPECT_NE(t.find("failed: setup failed"), std::string::npos);
   EXPECT_NE(t.find("800.00"), std::string::npos);
 }
@@ -161,8 +161,8 @@ TEST(ReportTest, SvgIsWellFormedAndEscaped) {
   ASSERT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
   EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
   // Reasons with markup characters are escaped; raw ones would break the file.
-  EXPECT_EQ(svg.find("<pvcreate>"), std::string::npos);
-  EXPECT_NE(svg.find("&lt;pvcreate&gt; &amp; co"), std::string::npos);
+  EXPECT_EQ(svg.find("<dbench>"), std::string::npos);
+  EXPECT_NE(svg.find("&lt;dbench&gt; &amp; co"), std::string::npos);
   // Every opened text element is closed.
   size_t open = 0, close = 0;
   for (size_t p = 0; (p = svg.find("<text", p)) != std::string::npos; ++p) ++open;

@@ -50,8 +50,8 @@ class StackBuilder {
 
   virtual std::string name() const = 0;
   virtual std::string description() const = 0;
-  // OK when the stack can be built here; otherwise the one-line reason it cannot (a volstack
-  // verb not implemented yet, a missing program).
+  // OK when the stack can be built here; otherwise the one-line reason it cannot (no root, no
+  // loop devices or FUSE, a missing program).
   virtual Status Available(const Environment& env) const = 0;
   // Builds the stack below the filesystem and returns the block device for mkfs.xfs.
   // Registers every undo step in run.teardown, also when it fails part way.

@@ -60,10 +60,7 @@ class ZvolStack final : public StackBuilder {
     return fmt::format("zvol with a {}-byte-sector loop device: the seed's sector-size suspicion",
                        sector_size_);
   }
-  Status Available(const Environment& env) const override {
-    VS_RETURN_IF_ERROR(NeedKernel(env, true));
-    return env.NeedVerbs({"zpool", "zfs", "devfs", "losetup"});
-  }
+  Status Available(const Environment& env) const override { return NeedKernel(env, true); }
   Result<std::string> Setup(StackRun& run) const override {
     VS_RETURN_IF_ERROR(CreatePool(run, kPool, PoolFileSize(run.size_bytes)));
     VS_RETURN_IF_ERROR(CreateVolume(run, kVolume, run.size_bytes));
@@ -81,10 +78,7 @@ class LvmOnZvolStack final : public StackBuilder {
   std::string description() const override {
     return "pool volume as an LVM PV in-process, an LV on it, devfs, loop, XFS: volstack's way";
   }
-  Status Available(const Environment& env) const override {
-    VS_RETURN_IF_ERROR(NeedKernel(env, true));
-    return env.NeedVerbs({"zpool", "zfs", "pvcreate", "vgcreate", "lvcreate", "devfs", "losetup"});
-  }
+  Status Available(const Environment& env) const override { return NeedKernel(env, true); }
   Result<std::string> Setup(StackRun& run) const override {
     uint64_t volume = run.size_bytes + kLvmOverhead;
     VS_RETURN_IF_ERROR(CreatePool(run, kPool, PoolFileSize(volume)));
@@ -101,10 +95,7 @@ class LvmOnLoopOnZvolStack final : public StackBuilder {
   std::string description() const override {
     return "the seed's way: pool volume, devfs, loop, PV on /dev/loopN, LV, devfs, loop, XFS";
   }
-  Status Available(const Environment& env) const override {
-    VS_RETURN_IF_ERROR(NeedKernel(env, true));
-    return env.NeedVerbs({"zpool", "zfs", "pvcreate", "vgcreate", "lvcreate", "devfs", "losetup"});
-  }
+  Status Available(const Environment& env) const override { return NeedKernel(env, true); }
   Result<std::string> Setup(StackRun& run) const override {
     uint64_t volume = run.size_bytes + kLvmOverhead;
     VS_RETURN_IF_ERROR(CreatePool(run, kPool, PoolFileSize(volume)));
@@ -123,10 +114,7 @@ class LvmOnFileStack final : public StackBuilder {
   std::string description() const override {
     return "a plain sparse file as an LVM PV, an LV on it, devfs, loop, XFS";
   }
-  Status Available(const Environment& env) const override {
-    VS_RETURN_IF_ERROR(NeedKernel(env, true));
-    return env.NeedVerbs({"pvcreate", "vgcreate", "lvcreate", "devfs", "losetup"});
-  }
+  Status Available(const Environment& env) const override { return NeedKernel(env, true); }
   Result<std::string> Setup(StackRun& run) const override {
     VS_ASSIGN_OR_RETURN(std::string file,
                         CreateSparseFile(run, "pv", run.size_bytes + kLvmOverhead));

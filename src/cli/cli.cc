@@ -37,15 +37,6 @@ CLI::App* AddVerb(CLI::App& parent, Context& ctx, const std::string& name,
   return verb;
 }
 
-CLI::App* AddReservedVerb(CLI::App& parent, Context& ctx, const std::string& name,
-                          const std::string& description) {
-  CLI::App* verb = AddVerb(parent, ctx, name, description + " (not implemented yet)", [name] {
-    return ReportFailure(Status::NotSupported(name + ": not implemented yet"));
-  });
-  verb->prefix_command();
-  return verb;
-}
-
 namespace {
 
 void AddGlobalOptions(CLI::App& app, Context& ctx) {

@@ -40,11 +40,6 @@ int ReportUsage(const std::string& message);
 CLI::App* AddVerb(CLI::App& parent, Context& ctx, const std::string& name,
                   const std::string& description, std::function<int()> body);
 
-// A verb whose name is taken for work still to come: it answers "not implemented yet" and
-// exits 1, so scripts see a clear failure rather than an unknown command.
-CLI::App* AddReservedVerb(CLI::App& parent, Context& ctx, const std::string& name,
-                          const std::string& description);
-
 // Builds the app, parses argv, runs the verb. Never throws.
 int Main(int argc, char** argv);
 
