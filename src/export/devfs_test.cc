@@ -15,6 +15,7 @@
 #include "bdev/file_device.h"
 #include "bdev/forwarding_device.h"
 #include "bdev/memory_device.h"
+#include "export/devfs_impl.h"
 
 namespace volstack::exportfs {
 namespace {
@@ -38,6 +39,28 @@ class WatchedDevice : public bdev::ForwardingDevice {
  private:
   std::atomic<int> flushes_{0};
 };
+
+// A device whose every read finds bad bytes, as a pool volume's read does on a checksum
+// mismatch.
+class CorruptDevice : public bdev::ForwardingDevice {
+ public:
+  explicit CorruptDevice(bdev::BlockDevicePtr target) : ForwardingDevice(std::move(target)) {}
+
+ protected:
+  Status DoRead(uint64_t, std::span<uint8_t>) override {
+    return Status::Corruption("injected checksum mismatch");
+  }
+};
+
+// FUSE callers get errno values the kernel and programs expect: Corruption (EUCLEAN inside
+// volstack) goes out as EIO, as a disk's bad sector would; other codes go out as they are.
+TEST(FuseErrnoTest, CorruptionIsEioAtTheEdge) {
+  EXPECT_EQ(FuseErrno(Status::Ok()), 0);
+  EXPECT_EQ(FuseErrno(Status::Corruption("x")), EIO);
+  EXPECT_EQ(FuseErrno(Status::IoError("x")), EIO);
+  EXPECT_EQ(FuseErrno(Status::NoSpace("x")), ENOSPC);
+  EXPECT_EQ(FuseErrno(Status::InvalidArgument("x")), EINVAL);
+}
 
 class DevfsTest : public ::testing::Test {
  protected:
@@ -111,6 +134,20 @@ TEST_F(DevfsTest, IoReachesTheDevice) {
   EXPECT_EQ(::pread(fd, &c, 1, 4 << 20), 0);
   EXPECT_EQ(::pwrite(fd, "a", 1, 4 << 20), -1);
   EXPECT_EQ(::ftruncate(fd, 1 << 20), -1);
+  ::close(fd);
+}
+
+TEST_F(DevfsTest, ACorruptBlockReadsAsEio) {
+  ASSERT_TRUE(
+      registry_
+          .Add("pool/bad", std::make_shared<CorruptDevice>(bdev::MemoryDevice::Create(1 << 20)))
+          .ok());
+  const int fd = ::open(Path("pool/bad").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  std::vector<uint8_t> buf(4096);
+  errno = 0;
+  EXPECT_EQ(::pread(fd, buf.data(), buf.size(), 0), -1);
+  EXPECT_EQ(errno, EIO);
   ::close(fd);
 }
 

@@ -209,7 +209,9 @@ Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked, b
   VS_RETURN_IF_ERROR(vdevs[d.vdev]->device()->Read(d.offset, std::span<uint8_t>(dst, bp.psize)));
   if (ComputeChecksum(bp.cksum, std::span<const uint8_t>(dst, bp.psize)) != bp.checksum) {
     vdevs[d.vdev]->errors().checksum++;
-    return Status::IoError("pool " + name + ": checksum mismatch in " + bp.ToString());
+    // Bad bytes from disk are Corruption (EUCLEAN), not an I/O error: the device answered, and
+    // what it gave does not match. devfs and NBD send it on as EIO (FuseErrno, WireError).
+    return Status::Corruption("pool " + name + ": checksum mismatch in " + bp.ToString());
   }
   // Indirect blocks are cached decoded by their volume; only data is worth a second copy.
   if (block_cache && offer && bp.type == BlockType::kVolData)

@@ -21,7 +21,7 @@
 //      by block.
 // A checksum mismatch on a merged read is retried block by block through the slow path,
 // which looks the pointer up again (the block may have been rewritten and its old copy
-// reused meanwhile) before it reports EIO.
+// reused meanwhile) before it reports Corruption (EUCLEAN; devfs and NBD send EIO).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>

@@ -1,10 +1,10 @@
 // The volume read path (volume_read.cc): requests mixing dirty, syncing, committed and hole
 // blocks at unaligned offsets read back the model; adjacent committed blocks are read with
-// one vdev read per 128 KiB; a bad block inside a merged run is still EIO; reads keep the indirect
-// cache within its bound; the block cache (block_cache.h) serves repeated reads without vdev
-// I/O, holds exact copies of what a commit wrote and not what it freed, never outlives a corrupt
-// block's eviction, never returns a freed block's old bytes, and stays within the pool's cache
-// bound; zpool status's error counters count.
+// one vdev read per 128 KiB; a bad block inside a merged run is still Corruption; reads keep the
+// indirect cache within its bound; the block cache (block_cache.h) serves repeated reads without
+// vdev I/O, holds exact copies of what a commit wrote and not what it freed, never outlives a
+// corrupt block's eviction, never returns a freed block's old bytes, and stays within the pool's
+// cache bound; zpool status's error counters count.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -100,7 +100,7 @@ TEST(VolumeReadTest, AdjacentBlocksAreReadWithOneVdevRead) {
   }
 }
 
-TEST(VolumeReadTest, BadBlockInsideAMergedRunIsEio) {
+TEST(VolumeReadTest, BadBlockInsideAMergedRunIsCorruption) {
   auto fault = bdev::FaultDevice::CreateInMemory(64 * kMiB, 512, 3);
   PoolTuning t = TestTuning();
   t.cache_data = false;  // the rot is on disk; a cached copy would rightly answer
@@ -119,7 +119,7 @@ TEST(VolumeReadTest, BadBlockInsideAMergedRunIsEio) {
   ASSERT_FALSE(victim.IsHole());
   ASSERT_TRUE(fault->FlipBits(victim.dva[0].offset + 100, 8, 1).ok());
   std::vector<uint8_t> back(d.size());
-  EXPECT_EQ(s.dev->Read(0, back).code(), EIO);
+  EXPECT_EQ(s.dev->Read(0, back).code(), EUCLEAN);  // Status::Corruption
   // The blocks around it still read.
   std::vector<uint8_t> head(20 * 4096);
   ASSERT_TRUE(s.dev->Read(0, head).ok());
@@ -355,8 +355,8 @@ TEST(VolumeReadTest, AReadNotesWhereItFoundItsBlocksPointers) {
 }
 
 // A part of a block read from the vdev is verified like a whole one: the cache's verified
-// copy serves it after the block is damaged on disk; once evicted, the damage is EIO.
-TEST(VolumeReadTest, APartOfACorruptBlockIsEioOnceEvicted) {
+// copy serves it after the block is damaged on disk; once evicted, the damage is Corruption.
+TEST(VolumeReadTest, APartOfACorruptBlockIsCorruptionOnceEvicted) {
   auto fault = bdev::FaultDevice::CreateInMemory(64 * kMiB, 512, 4);
   auto d = Pattern(4 * 16384, 13);
   auto s = WrittenNothingCached(fault, 16384, d);
@@ -371,7 +371,7 @@ TEST(VolumeReadTest, APartOfACorruptBlockIsEioOnceEvicted) {
   EXPECT_TRUE(std::equal(part.begin(), part.end(), d.begin() + 2 * 16384 + 4096));
   EXPECT_EQ(s.pool->Info().vdevs[0].checksum_errors, 0u);
   cache.Clear();
-  EXPECT_EQ(s.dev->Read(2 * 16384 + 4096, part).code(), EIO);
+  EXPECT_EQ(s.dev->Read(2 * 16384 + 4096, part).code(), EUCLEAN);
   EXPECT_GE(s.pool->Info().vdevs[0].checksum_errors, 1u);
   ASSERT_TRUE(s.dev->Read(16384 + 8192, part).ok());  // a neighbour still reads
   EXPECT_TRUE(std::equal(part.begin(), part.end(), d.begin() + 16384 + 8192));
@@ -509,7 +509,7 @@ TEST(VolumeReadTest, FreedBlocksOfALargeTxgLeaveTheCache) {
   EXPECT_EQ(cache.Stats().entries, 0u);
 }
 
-TEST(VolumeReadTest, CorruptBlockIsStillEioOnceEvicted) {
+TEST(VolumeReadTest, CorruptBlockIsStillCorruptionOnceEvicted) {
   auto fault = bdev::FaultDevice::CreateInMemory(64 * kMiB, 512, 4);
   auto s = Make(fault, 4096, 4 * kMiB, TestTuning());
   auto d = Pattern(8 * 4096, 10);
@@ -526,9 +526,9 @@ TEST(VolumeReadTest, CorruptBlockIsStillEioOnceEvicted) {
   EXPECT_EQ(s.pool->Info().vdevs[0].checksum_errors, 0u);
   // Evicted, the block comes from disk again, and the damage shows.
   s.pool->impl()->block_cache->Clear();
-  EXPECT_EQ(s.dev->Read(0, back).code(), EIO);
+  EXPECT_EQ(s.dev->Read(0, back).code(), EUCLEAN);
   std::vector<uint8_t> one(4096);
-  EXPECT_EQ(s.dev->Read(3 * 4096, one).code(), EIO);
+  EXPECT_EQ(s.dev->Read(3 * 4096, one).code(), EUCLEAN);
   const auto info = s.pool->Info();
   EXPECT_GE(info.vdevs[0].checksum_errors, 2u);
   EXPECT_EQ(info.vdevs[0].read_errors, 0u);
