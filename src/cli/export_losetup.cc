@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
+#include <string_view>
 
 #include "cli/export_common.h"
 #include "export/loop_bindings.h"
@@ -157,6 +159,18 @@ int DetachAll(const Context& ctx, const std::string& devfs_dir) {
   return Detach(ctx, devices);
 }
 
+// True when `path`, with every symlink and `..` resolved, lies below `dir`: a name such as
+// `../../etc/x` must never bind (and record) a file outside devfs.
+bool InsideDirectory(const std::string& path, const std::string& dir) {
+  char* real_path = ::realpath(path.c_str(), nullptr);
+  char* real_dir = ::realpath(dir.c_str(), nullptr);
+  bool inside = real_path != nullptr && real_dir != nullptr &&
+                std::string_view(real_path).starts_with(std::string(real_dir) + "/");
+  std::free(real_path);
+  std::free(real_dir);
+  return inside;
+}
+
 int Attach(const Context& ctx, const LosetupArgs& a, const std::string& loop_dev,
            const std::string& name, const std::string& devfs_dir) {
   // A devfs path works too; a bare name is looked up in devfs.
@@ -168,7 +182,7 @@ int Attach(const Context& ctx, const LosetupArgs& a, const std::string& loop_dev
     file = devfs_dir + "/" + name;
   }
   struct stat st;
-  if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || !InsideDirectory(file, devfs_dir)) {
     return ReportFailure(Status::NotFound("losetup: no device '" + dev_name + "' in devfs " +
                                           devfs_dir + " (is `volstack devfs` serving it?)"));
   }

@@ -65,5 +65,12 @@ before=$(losetup -a | grep -cF "$DEV/" || true)
 expect_fail vs losetup -f --sector-size 1000 vol
 expect_fail vs losetup -f --direct-io=maybe vol
 expect_fail vs losetup -f nosuchdevice
+# A name that climbs out of devfs is not a device, even when the file exists.
+truncate -s 1M "$T/outside.img"
+rel=$(realpath --relative-to="$DEV" "$T/outside.img")
+expect_fail vs losetup -f "$rel"
+expect_fail vs losetup -f "$DEV/$rel"
+losetup -j "$T/outside.img" | grep -q . && fail "a file outside devfs was bound"
+! grep -qF outside.img "$VS_STATE/loops.json" 2>/dev/null || fail "a file outside devfs was recorded"
 [ "$(losetup -a | grep -cF "$DEV/" || true)" = "$before" ] || fail "a failed losetup left a binding"
 echo PASS
