@@ -36,17 +36,10 @@ std::vector<std::string> FioArgv(const std::string& device, const std::string& n
           "--output-format=json"};
 }
 
-Result<std::string> RunFio(std::vector<std::string> argv, double timeout_seconds) {
+Result<std::string> RunFio(const std::vector<std::string>& argv, double timeout_seconds) {
   CommandOptions options;
   options.timeout_seconds = timeout_seconds;
-  auto result = RunCommand(argv, options);
-  if (!result.ok()) return result.status();
-  if (result->cancelled) return Status::FromErrno(ECANCELED, "fio interrupted");
-  if (!result->success()) {
-    std::string how = result->timed_out ? "timed out" : fmt::format("exit {}", result->exit_code);
-    return Status::IoError(fmt::format("fio {}: {}", how, result->Tail(3)));
-  }
-  return std::move(result->output);
+  return RunChecked(argv, options);
 }
 
 double Percentile(const json& clat, const char* key) {
