@@ -16,7 +16,8 @@
 //
 // The file is changed under the state dir's lock, replaced atomically (state_file.h) and
 // validated on read: a damaged or hand-edited file is Corruption with a message naming the
-// file and the line (JSON syntax) or the field ("listeners[1].exports[0].name") at fault, never a crash.
+// file and the line (JSON syntax) or the field ("listeners[1].exports[0].name") at fault, never a
+// crash.
 //
 // Threads: free functions without shared state; the daemon serialises writers.
 #pragma once

@@ -41,6 +41,25 @@ on_exit_detach_loop() { on_exit "detach_loop_if_ours $1"; }
 # Kills a PID we started and waits for it, so nothing outlives the test.
 on_exit_kill() { on_exit "kill $1; for _ in \$(seq 50); do kill -0 $1 || break; sleep 0.1; done; kill -9 $1; wait $1"; }
 
+# Stops, at exit, the daemon this test's `volstack up` starts: `down --force`, then the PID in
+# daemon.pid if it is still volstack and still running (a wedged daemon must not outlive the
+# test). Call it before the first `up`, so an `up` that fails half way is cleaned up too.
+_daemon_stop_registered=0
+stop_daemon() {
+  timeout 30 "$VOLSTACK" down --force
+  local pid
+  pid=$(cat "$VS_STATE/daemon.pid" 2>/dev/null) || return 0
+  [ "$(readlink "/proc/$pid/exe")" = "$(readlink -f "$VOLSTACK")" ] || return 0
+  kill "$pid"
+  for _ in $(seq 50); do kill -0 "$pid" || return 0; sleep 0.1; done
+  kill -9 "$pid"
+}
+on_exit_stop_daemon() {
+  ((_daemon_stop_registered)) && return 0
+  _daemon_stop_registered=1
+  on_exit stop_daemon
+}
+
 skip() {
   echo "SKIP: $*"
   exit 77

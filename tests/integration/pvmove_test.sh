@@ -58,8 +58,8 @@ expect_fail vs pvmove "$T/b.img" "$T/a.img:0-3"  # 4 PEs for 40
 echo "== 1b. up resumes an interrupted move"
 expect_fail env VOLSTACK_PVMOVE_STOP_AFTER_BYTES=$((8 << 20)) "$VOLSTACK" pvmove "$T/b.img" "$T/a.img"
 vs lvs -a --noheadings -o lv_name vgm | grep -q pvmove0 || fail "the move was not left interrupted"
+on_exit_stop_daemon
 vs up
-on_exit "VOLSTACK_STATE_DIR=$VS_STATE $VOLSTACK down --force"
 for _ in $(seq 100); do
   vs lvs -a --noheadings -o lv_name vgm | grep -q pvmove0 || break
   sleep 0.2
@@ -118,7 +118,6 @@ vs pvcreate "$T/pv.img" trunk/funk >/dev/null
 vs vgcreate vg0 "$T/pv.img" trunk/funk >/dev/null
 vs lvcreate -L 320M -n lv0 vg0 "$T/pv.img" >/dev/null
 vs up
-on_exit "VOLSTACK_STATE_DIR=$VS_STATE $VOLSTACK down --force"
 on_exit "umount -l $VS_STATE/dev"
 loop=$(vs losetup -f --show vg0/lv0)
 on_exit_detach_loop "$loop"

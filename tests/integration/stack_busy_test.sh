@@ -23,8 +23,8 @@ vs pvcreate trunk/funk >/dev/null
 vs vgcreate vg0 trunk/funk >/dev/null
 vs lvcreate -L 320M -n lv0 vg0 >/dev/null
 
+on_exit_stop_daemon
 vs up
-on_exit "VOLSTACK_STATE_DIR=$VS_STATE $VOLSTACK down --force"
 on_exit "umount -l $VS_STATE/dev"
 loop=$(vs losetup -f --show vg0/lv0)
 on_exit_detach_loop "$loop"

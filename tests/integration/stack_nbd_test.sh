@@ -26,8 +26,8 @@ vs vgcreate vg0 trunk/pv >/dev/null
 vs lvcreate -L 32M -n lv0 vg0 >/dev/null
 head -c 8M /dev/urandom >"$T/plain.img"
 
+on_exit_stop_daemon
 vs up
-on_exit "VOLSTACK_STATE_DIR=$VS_STATE $VOLSTACK down --force"
 on_exit "umount -l $VS_STATE/dev"
 sock=$VS_STATE/nbd.sock
 uri() { echo "nbd+unix:///$1?socket=$sock"; }

@@ -42,8 +42,8 @@ assert_up() {
   grep -qx "    lv vg0/lv0  .*  active" "$T/status.up" || fail "vg0/lv0 not active: $(cat "$T/status.up")"
 }
 
+on_exit_stop_daemon
 vs up
-on_exit "VOLSTACK_STATE_DIR=$VS_STATE $VOLSTACK down --force"
 on_exit "umount -l $VS_STATE/dev"
 assert_up
 vs zfs list -H -p >"$T/zfs.daemon"

@@ -21,8 +21,8 @@ truncate -s 1G "$T/snp.img"
 vs zpool create snp "$T/snp.img"
 vs zfs create -s -b 4K -V 300M snp/vol
 vs zfs create -s -V 16M snp/other
+on_exit_stop_daemon
 vs up
-on_exit "timeout 30 $VOLSTACK down --force"
 on_exit "umount -l $VS_STATE/dev"
 mkdir -p "$T/mnt"
 
