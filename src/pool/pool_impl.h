@@ -338,4 +338,8 @@ class PoolImpl {
   std::unique_ptr<ZilManager> zil = std::make_unique<ZilManager>(this);
 };
 
+// The properties a volume and a snapshot both show from DatasetInfo's numbers (used,
+// referenced, volsize, volblocksize, guid, createtxg, creation; mountpoint "-").
+void PutDatasetNumbers(DatasetInfo& d);
+
 }  // namespace volstack::pool

@@ -443,6 +443,19 @@ Result<DatasetInfo> Pool::Clone(const std::string& snapshot, const std::string& 
   return GetDataset(name);
 }
 
+namespace {
+constexpr char kHoldPrefix[] = "hold:";
+
+// How many holds (zfs hold's tags) a snapshot's properties carry.
+template <typename Props>
+size_t HoldCount(const Props& props) {
+  return std::count_if(props.begin(), props.end(),
+                       [](const auto& kv) { return kv.first.rfind(kHoldPrefix, 0) == 0; });
+}
+
+bool HeldLocked(const Volume& snap) { return HoldCount(snap.synced_phys().props) > 0; }
+}  // namespace
+
 std::vector<DatasetInfo> Pool::ListSnapshots(const std::string& volume) {
   PoolImpl& p = *impl_;
   std::vector<DatasetInfo> out;
@@ -486,37 +499,17 @@ std::vector<DatasetInfo> Pool::ListSnapshots(const std::string& volume) {
     if (auto w = p.WrittenSinceLocked(ph, prev_txg); w.ok()) d.written = *w;
     prev_txg = ph.create_txg;
     d.props["type"] = "snapshot";
-    d.props["used"] = std::to_string(d.used);
-    d.props["referenced"] = std::to_string(d.referenced);
     d.props["written"] = std::to_string(d.written);
     d.props["available"] = "-";
-    d.props["volsize"] = std::to_string(d.volsize);
-    d.props["volblocksize"] = std::to_string(d.volblocksize);
-    d.props["guid"] = std::to_string(d.guid);
-    d.props["createtxg"] = std::to_string(d.create_txg);
-    d.props["creation"] = std::to_string(d.creation_time);
-    d.props["mountpoint"] = "-";
+    PutDatasetNumbers(d);
     std::string cl;
     for (const auto& c : d.clones) cl += (cl.empty() ? "" : ",") + c;
     d.props["clones"] = cl;
-    d.props["userrefs"] =
-        std::to_string(std::count_if(ph.props.begin(), ph.props.end(), [](const auto& kv) {
-          return kv.first.rfind("hold:", 0) == 0;
-        }));
+    d.props["userrefs"] = std::to_string(HoldCount(ph.props));
     out.push_back(std::move(d));
   }
   return out;
 }
-
-namespace {
-constexpr char kHoldPrefix[] = "hold:";
-
-bool HeldLocked(const Volume& snap) {
-  const auto props = snap.synced_phys().props;
-  return std::any_of(props.begin(), props.end(),
-                     [](const auto& kv) { return kv.first.rfind(kHoldPrefix, 0) == 0; });
-}
-}  // namespace
 
 Status Pool::Hold(const std::string& snapshot, const std::string& tag) {
   PoolImpl& p = *impl_;

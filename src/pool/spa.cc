@@ -598,19 +598,27 @@ DatasetInfo VolumeInfo(PoolImpl& impl, Volume& v, uint64_t pool_avail) {
   d.props.emplace("compression", "off");
   d.props["refreservation"] = std::to_string(d.refreservation);
   d.props["type"] = "volume";
-  d.props["used"] = std::to_string(d.used);
   d.props["available"] = std::to_string(d.available);
+  PutDatasetNumbers(d);
+  d.props["usedbyrefreservation"] = std::to_string(unused);
+  (void)impl;
+  return d;
+}
+
+}  // namespace
+
+void PutDatasetNumbers(DatasetInfo& d) {
+  d.props["used"] = std::to_string(d.used);
   d.props["referenced"] = std::to_string(d.referenced);
   d.props["volsize"] = std::to_string(d.volsize);
   d.props["volblocksize"] = std::to_string(d.volblocksize);
   d.props["guid"] = std::to_string(d.guid);
   d.props["createtxg"] = std::to_string(d.create_txg);
   d.props["creation"] = std::to_string(d.creation_time);
-  d.props["usedbyrefreservation"] = std::to_string(unused);
   d.props["mountpoint"] = "-";
-  (void)impl;
-  return d;
 }
+
+namespace {
 
 uint64_t PoolAvail(PoolImpl& impl) {
   const uint64_t slop = std::max<uint64_t>(impl.total_size() / 32, 1 << 20);
