@@ -14,7 +14,7 @@
 
 #include "cli/verbs.h"
 #include "stack/control_socket.h"
-#include "stack/daemon.h"
+#include "stack/stack.h"
 #include "stack/state_dir.h"
 #include "util/state_file.h"
 
@@ -28,6 +28,14 @@ int ReportFailure(const Status& status, int code) {
 int ReportUsage(const std::string& message) {
   std::fprintf(stderr, "volstack: %s\n", message.c_str());
   return kExitUsage;
+}
+
+stack::Stack& Context::stack() const {
+  if (live != nullptr) return *live;
+  if (!one_shot) {
+    one_shot = stack::Stack::Open(stack::StateDir{global.state_dir}, stack::Mode::kOneShot);
+  }
+  return *one_shot;
 }
 
 CLI::App* AddVerb(CLI::App& parent, Context& ctx, const std::string& name,
@@ -123,7 +131,6 @@ std::optional<int> RefuseUnsafeStateDir(const Invocation& inv) {
 // the verbs that start or serve a stack on their own always run here (`nbd` is forwarded:
 // the daemon serves NBD itself, see export_nbd.cc).
 std::optional<int> ForwardToDaemonIfRunning(const Invocation& inv, int argc, char** argv) {
-  if (stack::Daemon::Current() != nullptr) return std::nullopt;
   // A background mover started by `pvmove -b` holds its VG's mover lock and must run here:
   // a daemon could not take that lock over.
   if (std::getenv("VOLSTACK_PVMOVE_LOCK_FD") != nullptr) return std::nullopt;
@@ -149,12 +156,15 @@ std::optional<int> ForwardToDaemonIfRunning(const Invocation& inv, int argc, cha
 
 }  // namespace
 
-int Main(int argc, char** argv) {
+int Main(int argc, char** argv, stack::Stack* live) {
   try {
     const Invocation inv = ReadInvocation(argc, argv);
     if (auto refused = RefuseUnsafeStateDir(inv)) return *refused;
-    if (auto forwarded = ForwardToDaemonIfRunning(inv, argc, argv)) return *forwarded;
+    if (live == nullptr) {
+      if (auto forwarded = ForwardToDaemonIfRunning(inv, argc, argv)) return *forwarded;
+    }
     Context ctx;
+    ctx.live = live;
     CLI::App app{"volstack: a userspace storage stack (pool, LVM2-compatible volumes, exports)",
                  "volstack"};
     app.set_version_flag("--version", std::string("volstack ") + VOLSTACK_VERSION);

@@ -9,9 +9,14 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "util/status.h"
+
+namespace volstack::stack {
+class Stack;
+}  // namespace volstack::stack
 
 namespace volstack::cli {
 
@@ -29,6 +34,14 @@ struct GlobalOptions {
 struct Context {
   GlobalOptions global;
   int exit_code = kExitOk;
+
+  // The stack the command runs against: the daemon's when the daemon runs it (Main's
+  // `live`), else a one-shot stack over global.state_dir, opened on first use (after the
+  // command line is parsed). Copies of a Context share it.
+  stack::Stack& stack() const;
+
+  stack::Stack* live = nullptr;  // the daemon's
+  mutable std::shared_ptr<stack::Stack> one_shot;
 };
 
 // Prints "volstack: <status>" on stderr and returns kExitFailure (or `code`), for verbs.
@@ -40,7 +53,8 @@ int ReportUsage(const std::string& message);
 CLI::App* AddVerb(CLI::App& parent, Context& ctx, const std::string& name,
                   const std::string& description, std::function<int()> body);
 
-// Builds the app, parses argv, runs the verb. Never throws.
-int Main(int argc, char** argv);
+// Builds the app, parses argv, runs the verb. Never throws. `live` is the daemon's stack when
+// the daemon runs the command for a client; nullptr in a command's own process.
+int Main(int argc, char** argv, stack::Stack* live = nullptr);
 
 }  // namespace volstack::cli

@@ -10,10 +10,11 @@
 #include <sstream>
 
 #include "cli/lvm_common.h"
-#include "cli/nbd_listeners.h"
 #include "cli/pool_common.h"
 #include "export/loop_bindings.h"
+#include "stack/nbd_listeners.h"
 #include "stack/nbd_state.h"
+#include "stack/stack.h"
 #include "stack/state_dir.h"
 
 namespace volstack::cli {
@@ -100,6 +101,7 @@ DeviceUsage DeviceUsage::Snapshot(const Context& ctx) {
   DeviceUsage u;
   const stack::StateDir state{ctx.global.state_dir};
   u.devfs_dir_ = state.devfs_dir();
+  u.nbd_ = &ctx.stack().nbd();
   for (auto& l : exportfs::ListLoops()) {
     if (l.backing_file.rfind(u.devfs_dir_ + "/", 0) == 0) u.loops_.push_back(std::move(l));
   }
@@ -172,7 +174,7 @@ std::vector<std::string> DeviceUsage::UsesOf(const std::string& name) const {
   if (auto it = open_by_.find(devfs_dir_ + "/" + name); it != open_by_.end()) {
     uses.push_back("open by " + Join(it->second, ", "));
   }
-  for (const auto& address : NbdListenersOf(name)) {
+  for (const auto& address : nbd_->ListenersOf(name)) {
     live.insert(address);
     uses.push_back("served over NBD on " + address);
   }

@@ -23,6 +23,10 @@
 #include "cli/cli.h"
 #include "export/loop_device.h"
 
+namespace volstack::stack {
+class NbdListeners;
+}  // namespace volstack::stack
+
 namespace volstack::cli {
 
 // One line of /proc/self/mountinfo.
@@ -57,6 +61,7 @@ class DeviceUsage {
   std::map<std::string, std::string> vdev_of_;  // device -> pool
   std::map<std::string, std::string> pv_of_;    // device -> VG
   std::map<std::string, bool> vg_active_;       // VG -> has active LVs
+  const stack::NbdListeners* nbd_ = nullptr;    // the stack's live listeners
 };
 
 // EBUSY "<name>: <its uses>" for the first of `names` in use; Ok when none is.

@@ -6,7 +6,7 @@
 //
 // With a daemon running, `serve` starts a listener inside it and returns at once, printing
 // the address it listens on ("unix:PATH" or "127.0.0.1:PORT"); the listener is recorded in
-// <state_dir>/nbd.json and `volstack up` restores it (cli/nbd_listeners.h). `stop` closes a
+// <state_dir>/nbd.json and `volstack up` restores it (stack/nbd_listeners.h). `stop` closes a
 // listener (named by its address or socket path) and drops its record, as `losetup -d` does
 // for a loop device; `list` shows the recorded listeners and whether they are serving.
 //
@@ -27,8 +27,9 @@
 #include "bdev/device_registry.h"
 #include "cli/device_names.h"
 #include "cli/export_common.h"
-#include "cli/nbd_listeners.h"
 #include "export/nbd/nbd_server.h"
+#include "stack/nbd_listeners.h"
+#include "stack/stack.h"
 
 namespace volstack::cli {
 
@@ -120,11 +121,10 @@ int RunNbdServe(Context& ctx, const NbdArgs& args) {
     record.socket = ec ? socket : abs.lexically_normal().string();
   }
   // Bad TLS or limit settings are refused before any device is opened or anything recorded.
-  auto options = NbdServerOptionsOf(record);
+  auto options = stack::NbdServerOptionsOf(record);
   if (!options.ok()) return ReportUsage("nbd serve: " + options.status().message());
-  auto* daemon = stack::Daemon::Current();
-  if (daemon == nullptr) return ServeStandalone(ctx, args, record, *options);
-  auto address = ServeNbdInDaemon(*daemon, ctx, record);
+  if (!ctx.stack().live()) return ServeStandalone(ctx, args, record, *options);
+  auto address = ctx.stack().nbd().Serve(record);
   if (!address.ok()) return ReportFailure(address.status().WithContext("nbd serve"));
   std::printf("%s\n", address->c_str());
   return kExitOk;
@@ -134,7 +134,7 @@ int RunNbdStop(Context& ctx, bool all, const std::vector<std::string>& listeners
   if (all == !listeners.empty()) return ReportUsage("nbd stop: give -a or listener addresses");
   std::vector<std::string> addresses;
   if (all) {
-    auto list = ListNbd(ctx);
+    auto list = ctx.stack().nbd().List();
     if (!list.ok()) return ReportFailure(list.status());
     for (const auto& l : *list) addresses.push_back(l.record.address());
   } else {
@@ -142,7 +142,8 @@ int RunNbdStop(Context& ctx, bool all, const std::vector<std::string>& listeners
   }
   int rc = kExitOk;
   for (const auto& a : addresses) {
-    if (Status s = StopNbd(ctx, a); !s.ok()) rc = ReportFailure(s.WithContext("nbd stop"));
+    if (Status s = ctx.stack().nbd().Stop(a); !s.ok())
+      rc = ReportFailure(s.WithContext("nbd stop"));
   }
   return rc;
 }
@@ -157,7 +158,7 @@ std::string ExportsText(const stack::NbdListenerRecord& r) {
 }
 
 int RunNbdList(const Context& ctx) {
-  auto list = ListNbd(ctx);
+  auto list = ctx.stack().nbd().List();
   if (!list.ok()) return ReportFailure(list.status());
   if (ctx.global.json) {
     nlohmann::json arr = nlohmann::json::array();

@@ -13,9 +13,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/device_names.h"
+#include "stack/lvm_state.h"
+#include "stack/stack.h"
 #include "util/size.h"
-#include "util/state_file.h"
 
 namespace volstack::cli::lvmcli {
 
@@ -28,113 +28,38 @@ int Fail(const Status& status, int code) { return Fail(status.message(), code); 
 
 void Say(const std::string& message) { std::printf("  %s\n", message.c_str()); }
 
-std::vector<std::string> ReadListFile(const std::string& path) {
-  std::vector<std::string> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line[0] != '#') out.push_back(line);
-  }
-  return out;
-}
-
-namespace {
-std::vector<std::string> ParseList(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line[0] != '#') out.push_back(line);
-  }
-  return out;
-}
-
-std::string FormatList(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const auto& l : lines) text += l + "\n";
-  return text;
-}
-}  // namespace
+std::vector<std::string> ReadListFile(const std::string& path) { return stack::ReadListFile(path); }
 
 Status UpdateListFile(const Context& ctx, const std::string& path,
                       const std::function<bool(std::vector<std::string>& lines)>& modify) {
-  return UpdateStateFile(
-      ctx.global.state_dir, path,
-      [&](const std::optional<std::string>& old) -> Result<std::optional<std::string>> {
-        auto lines = old ? ParseList(*old) : std::vector<std::string>{};
-        if (!modify(lines)) return std::optional<std::string>();
-        return std::optional<std::string>(FormatList(lines));
-      });
+  return stack::UpdateListFile(ctx.global.state_dir, path, modify);
 }
 
 Status WriteListFile(const Context& ctx, const std::string& path,
                      const std::vector<std::string>& lines) {
-  return ReplaceStateFile(ctx.global.state_dir, path, FormatList(lines));
+  return stack::WriteListFile(ctx.global.state_dir, path, lines);
 }
 
-std::string DevicesFile(const Context& ctx) { return ctx.global.state_dir + "/lvm/devices"; }
-std::string ActiveFile(const Context& ctx) { return ctx.global.state_dir + "/lvm/active"; }
+std::string DevicesFile(const Context& ctx) { return stack::LvmDevicesPath(ctx.global.state_dir); }
+std::string ActiveFile(const Context& ctx) { return stack::LvmActivePath(ctx.global.state_dir); }
 
 Status AddToList(const Context& ctx, const std::string& path,
                  const std::vector<std::string>& names) {
-  return UpdateListFile(ctx, path, [&](std::vector<std::string>& lines) {
-    bool changed = false;
-    for (const auto& n : names) {
-      if (std::find(lines.begin(), lines.end(), n) == lines.end()) {
-        lines.push_back(n);
-        changed = true;
-      }
-    }
-    return changed;
-  });
+  return stack::AddToList(ctx.global.state_dir, path, names);
 }
 
 Status RemoveFromList(const Context& ctx, const std::string& path,
                       const std::vector<std::string>& names) {
-  return UpdateListFile(ctx, path, [&](std::vector<std::string>& lines) {
-    auto end = std::remove_if(lines.begin(), lines.end(), [&](const std::string& l) {
-      return std::find(names.begin(), names.end(), l) != names.end();
-    });
-    if (end == lines.end()) return false;
-    lines.erase(end, lines.end());
-    return true;
-  });
+  return stack::RemoveFromList(ctx.global.state_dir, path, names);
 }
 
 std::string NormalizeDeviceName(const std::string& name) {
-  if (name.empty() || name[0] == '/') return name;
-  struct stat st;
-  if (name[0] == '.' || (name.find('/') == std::string::npos && ::stat(name.c_str(), &st) == 0) ||
-      ::stat(name.c_str(), &st) == 0) {
-    char buf[PATH_MAX];
-    if (::realpath(name.c_str(), buf)) return buf;
-  }
-  return name;
+  return stack::NormalizeDeviceName(name);
 }
-
-namespace {
-thread_local int session_depth = 0;
-}  // namespace
 
 std::unique_ptr<lvm::Lvm> OpenSession(const Context& ctx, bool read_only,
                                       const std::vector<std::string>& extra) {
-  std::vector<std::string> names;
-  auto add = [&](const std::string& n) {
-    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-  };
-  for (const auto& n : extra) add(NormalizeDeviceName(n));
-  for (const auto& n : ReadListFile(DevicesFile(ctx))) add(n);
-  if (session_depth == 0) {
-    for (const auto& n : ListPoolVolumeNames(ctx)) add(n);
-  }
-  auto opener = [&ctx](const std::string& name, bool ro) -> Result<bdev::BlockDevicePtr> {
-    session_depth++;
-    auto dev = OpenDeviceByName(ctx, name, ro);
-    session_depth--;
-    return dev;
-  };
-  auto lvm = std::make_unique<lvm::Lvm>(opener, read_only);
-  lvm->Scan(names);
-  return lvm;
+  return ctx.stack().OpenLvm(read_only, extra);
 }
 
 void WarnScan(lvm::Lvm& lvm) {
@@ -222,12 +147,7 @@ Result<uint64_t> ParseLvmSize(const std::string& text) {
 }
 
 std::pair<std::string, std::string> SplitLvName(const std::string& name) {
-  std::string n = name;
-  if (n.starts_with("/dev/")) n = n.substr(5);
-  if (n.starts_with("mapper/")) n = n.substr(7);
-  size_t slash = n.find('/');
-  if (slash == std::string::npos) return {n, ""};
-  return {n.substr(0, slash), n.substr(slash + 1)};
+  return stack::SplitLvName(name);
 }
 
 bool IsActive(const Context& ctx, const std::string& vg, const std::string& lv) {

@@ -1,21 +1,13 @@
 // Shared pieces of the lvm2-compatible verbs (lvm_*_verbs.cc): exit codes, the session that
-// scans the devices a command may touch, the devices and activation files, lvm2 units.
+// scans the devices a command may touch, the devices and activation files (their format:
+// stack/lvm_state.h), lvm2 units.
 //
-// Which devices a command scans (lvm2's devices file, kept by volstack):
-//   <state_dir>/lvm/devices   one PV device name per line (a path, or a volstack device such
-//                             as trunk/funk); pvcreate/vgcreate add, pvremove removes, pvscan
-//                             adds what it finds. Changed under the state dir's lock
-//                             (state_file.h).
-// plus every pool volume (cli::ListPoolVolumeNames) and the names given on the command line.
-//
-//   <state_dir>/lvm/active    one "vg/lv" per line: the LVs `vgchange -a y` / lvcreate
-//                             activated; the daemon activates them at startup.
-//
-// Every invocation opens its own lvm::Lvm session in-process over those devices: open, do,
-// flush, close. Without a daemon that is all; inside the daemon (stack/daemon.h) a device
-// name resolves to the daemon's live device when one is registered (device_names.cc), and
-// the daemon's Reconcile (cli/assembly.cc) activates or releases LVs after the verb changed
-// lvm/active.
+// A command scans the devices file, every pool volume and the names given on its command
+// line, in an lvm::Lvm session its stack opens (stack::Stack::OpenLvm): open, do, flush,
+// close. In a command's own process that is all; when the daemon runs the command, a device
+// name resolves to the daemon's live device when one is registered (stack/device_names.cc),
+// and the daemon's Reconcile (stack/stack.cc) activates or releases LVs after the verb
+// changed lvm/active.
 #pragma once
 
 #include <functional>

@@ -6,18 +6,14 @@
 // processes (lvm/pvmove_lock.h); `--abort` stops a mover in another process first. With a daemon,
 // the command runs inside it: the move becomes a daemon job (so the LV stays exported and in use,
 // and other commands keep running: the request lock is released while the client follows the job's
-// progress), and `volstack up` resumes interrupted moves as jobs.
+// progress), and `volstack up` resumes interrupted moves as jobs (stack/pvmove_jobs.h).
 #pragma once
 
 #include "cli/cli.h"
-#include "stack/daemon.h"
+#include "stack/stack.h"
 
 namespace volstack::cli {
 
 void RegisterPvmoveVerb(CLI::App& app, Context& ctx);
-
-// Starts a daemon job for every VG whose metadata holds an interrupted pvmove. Called once
-// by AssembleUp; errors are reported, not fatal.
-Status ResumeInterruptedMoves(stack::Daemon& daemon);
 
 }  // namespace volstack::cli

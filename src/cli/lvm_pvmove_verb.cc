@@ -24,6 +24,8 @@
 #include "lvm/pvmove.h"
 #include "lvm/pvmove_lock.h"
 #include "stack/control_socket.h"
+#include "stack/pvmove_jobs.h"
+#include "stack/stack.h"
 #include "util/state_file.h"
 
 namespace volstack::cli {
@@ -112,99 +114,6 @@ class ProgressPrinter {
   uint64_t start_bytes_ = 0;
 };
 
-// Moves run by the daemon, one per VG.
-struct MoveJob {
-  std::atomic<bool> stop{false};  // asked to stop, possibly before RunMove started
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;           // GUARDED_BY(mu)
-  Status status;               // GUARDED_BY(mu)
-  lvm::MoveProgress progress;  // GUARDED_BY(mu); the latest
-  bool have_progress = false;  // GUARDED_BY(mu)
-};
-
-std::mutex g_jobs_mu;
-std::map<std::string, std::shared_ptr<MoveJob>> g_jobs;  // GUARDED_BY(g_jobs_mu); by VG
-
-// The running job of `vg`, or a new one.
-Result<std::shared_ptr<MoveJob>> EnsureJob(stack::Daemon& daemon, const Context& ctx,
-                                           const std::string& vg) {
-  std::lock_guard lock(g_jobs_mu);
-  if (auto it = g_jobs.find(vg); it != g_jobs.end()) {
-    std::lock_guard l(it->second->mu);
-    if (!it->second->done) return it->second;
-  }
-  auto job = std::make_shared<MoveJob>();
-  Context job_ctx;
-  job_ctx.global = ctx.global;
-  stack::Daemon* d = &daemon;
-  VS_RETURN_IF_ERROR(daemon.StartJob(
-      [job, job_ctx, vg, d] {
-        // The session's scan reads LVM metadata and the daemon's pool list, and its end
-        // releases devices: all under the daemon's serialization, as the move's commits are.
-        std::unique_ptr<lvm::Lvm> session;
-        std::unique_ptr<lvm::MoverLock> lock;
-        Status s;
-        auto taken = lvm::MoverLock::Take(job_ctx.global.state_dir, vg);
-        if (!taken.ok()) {
-          s = taken.status();
-        } else {
-          lock = std::move(*taken);
-          d->Serialized([&] {
-             session = lvmcli::OpenSession(job_ctx, false);
-             return Status::Ok();
-           }).IgnoreError();
-          lvm::MoveOptions o;
-          o.progress = [job](const lvm::MoveProgress& p) {
-            if (job->stop) lvm::StopMove(p.vg);
-            std::lock_guard l(job->mu);
-            job->progress = p;
-            job->have_progress = true;
-          };
-          o.serialize = [d](const std::function<Status()>& step) { return d->Serialized(step); };
-          s = job->stop ? Status::FromErrno(ECANCELED, "pvmove stopped")
-                        : lvm::RunMove(*session, vg, o);
-          d->Serialized([&] {
-             session.reset();
-             return Status::Ok();
-           }).IgnoreError();
-        }
-        if (!s.ok()) {
-          std::fprintf(stderr, "volstack: pvmove of VG %s: %s\n", vg.c_str(), s.ToString().c_str());
-        }
-        lock.reset();
-        std::lock_guard l(job->mu);
-        job->done = true;
-        job->status = s;
-        job->cv.notify_all();
-      },
-      [job, vg] {
-        job->stop = true;
-        lvm::StopMove(vg);
-      }));
-  g_jobs[vg] = job;
-  return job;
-}
-
-// Inside the daemon: stops the move job of `vg`, if one runs, and waits for it, letting
-// jobs and other requests run meanwhile (the job may need the serialization to stop).
-void StopDaemonJob(const std::string& vg) {
-  std::shared_ptr<MoveJob> job;
-  {
-    std::lock_guard lock(g_jobs_mu);
-    if (auto it = g_jobs.find(vg); it != g_jobs.end()) job = it->second;
-  }
-  if (!job) return;
-  job->stop = true;
-  stack::Daemon::ReleaseSerialization();
-  for (;;) {
-    lvm::StopMove(vg);  // again: the job may have reached RunMove since
-    std::unique_lock l(job->mu);
-    if (job->cv.wait_for(l, std::chrono::milliseconds(50), [&] { return job->done; })) break;
-  }
-  stack::Daemon::ReacquireSerialization();
-}
-
 // SIGTERM/SIGINT while a move runs in this process without a daemon: stop at the next
 // region, resumable (how `pvmove --abort` in another process stops this one).
 std::atomic<bool> g_stop_signal{false};
@@ -237,8 +146,7 @@ Result<std::unique_ptr<lvm::MoverLock>> TakeMoverLock(const Context& ctx, const 
 // no daemon, only takes the VG's mover lock and queues the move for a background process.
 int RunOrFollow(const Context& ctx, lvm::Lvm& session, const std::string& vg, const PvmoveArgs& a,
                 std::vector<Background>* background) {
-  auto* daemon = stack::Daemon::Current();
-  if (daemon == nullptr) {
+  if (!ctx.stack().live()) {
     auto lock = TakeMoverLock(ctx, vg);
     if (!lock.ok()) return Fail(lock.status());
     if (a.background) {
@@ -280,7 +188,7 @@ int RunOrFollow(const Context& ctx, lvm::Lvm& session, const std::string& vg, co
     }
     return kLvmOk;
   }
-  auto job = EnsureJob(*daemon, ctx, vg);
+  auto job = ctx.stack().pvmoves().Ensure(vg);
   if (!job.ok()) return Fail(job.status());
   if (a.background) return kLvmOk;
   // Follow the job without holding up the daemon's other requests.
@@ -289,7 +197,7 @@ int RunOrFollow(const Context& ctx, lvm::Lvm& session, const std::string& vg, co
   const int out = ::dup(1);
   const int err = ::dup(2);
   stack::ControlServer::ReleaseCurrentRequest();
-  stack::Daemon::ReleaseSerialization();
+  stack::Jobs::ReleaseSerialization();
   ProgressPrinter printer(out, a.interval);
   Status result;
   lvm::MoveProgress last;
@@ -318,7 +226,7 @@ int RunOrFollow(const Context& ctx, lvm::Lvm& session, const std::string& vg, co
   ::close(out);
   ::close(err);
   stack::ControlServer::ReacquireCurrentRequest();
-  stack::Daemon::ReacquireSerialization();
+  stack::Jobs::ReacquireSerialization();
   return rc;
 }
 
@@ -326,7 +234,7 @@ int RunOrFollow(const Context& ctx, lvm::Lvm& session, const std::string& vg, co
 // first (it stays resumable until the abort commits), then the abort runs holding the VG's
 // mover lock, so no mover copies into extents the abort frees.
 Status AbortVgMove(const Context& ctx, lvm::Lvm& session, const std::string& vg) {
-  if (stack::Daemon::Current() != nullptr) StopDaemonJob(vg);
+  if (ctx.stack().live()) ctx.stack().pvmoves().Stop(vg);
   VS_ASSIGN_OR_RETURN(auto lock, lvm::MoverLock::TakeFromMover(ctx.global.state_dir, vg, 60000));
   return lvm::AbortMove(session, vg);
 }
@@ -424,7 +332,7 @@ int PvmoveHere(const Context& ctx, const PvmoveArgs& a, std::vector<Background>*
   // A mover in another process (a background move) holds its PVs open exclusively, so the
   // scan below could not even see its VG: stop it first for an abort (every such mover, as
   // its VG cannot be told before the scan); refuse a resume while it runs.
-  if (stack::Daemon::Current() == nullptr) {
+  if (!ctx.stack().live()) {
     for (const auto& [vg, pid] : lvm::MoverLock::Holders(ctx.global.state_dir)) {
       if (a.abort) {
         auto stopped = lvm::MoverLock::TakeFromMover(ctx.global.state_dir, vg, 60000);
@@ -533,19 +441,6 @@ void RegisterPvmoveVerb(CLI::App& app, Context& ctx) {
   verb->add_option("--alloc")->description("Accepted for compatibility");
   verb->add_flag("-y,--yes")->description("Accepted for compatibility");
   verb->add_option("pv", a->positional, "SOURCE_PV[:PE-RANGES] [DEST_PV[:PE-RANGES]...]");
-}
-
-Status ResumeInterruptedMoves(stack::Daemon& daemon) {
-  Context ctx;
-  ctx.global.state_dir = daemon.state().root;
-  auto session = lvmcli::OpenSession(ctx, false);
-  Status result;
-  for (const auto& vg : VgsWithMoves(*session)) {
-    std::fprintf(stderr, "volstack: resuming the interrupted pvmove in VG %s\n", vg.c_str());
-    auto job = EnsureJob(daemon, ctx, vg);
-    if (!job.ok()) result = job.status();
-  }
-  return result;
 }
 
 }  // namespace volstack::cli

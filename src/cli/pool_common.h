@@ -1,13 +1,6 @@
-// Shared pieces of the zpool/zfs verbs (pool_zpool_verbs.cc, pool_zfs_verbs.cc) and of the
-// pool device-name branch (pool_device_names.cc).
-//
-// Persistence without a daemon, like ZFS's zpool.cache: <state_dir>/zpool.cache is JSON
-//   {"version": 1, "pools": [{"name": "trunk", "guid": "123", "vdevs": ["/tmp/a", ...]}]}
-// listing the imported pools and their vdev device names (absolute paths, or volstack device
-// names). It is changed under the state dir's lock and replaced atomically (state_file.h). Every
-// command opens the pools it needs from it (vdevs via OpenDeviceByName, so files and block devices
-// are locked exclusively), does its work, syncs and closes. `zpool create`/`import` add an entry,
-// `export`/`destroy` remove it.
+// Shared pieces of the zpool/zfs verbs (pool_zpool_verbs.cc, pool_zfs_verbs.cc): the command's
+// view of zpool.cache and of the pools its stack opens (stack/pool_cache.h, stack/stack.h), and
+// the output helpers (pool_output.cc).
 #pragma once
 
 #include <functional>
@@ -18,32 +11,42 @@
 
 #include "cli/cli.h"
 #include "pool/spa.h"
+#include "stack/pool_cache.h"
+#include "stack/stack.h"
 
 namespace volstack::cli::poolcli {
 
-struct CachedPool {
-  std::string name;
-  uint64_t guid = 0;
-  std::vector<std::string> vdevs;
-};
+using stack::CachedPool;
 
-std::string CachePath(const Context& ctx);
+inline std::string CachePath(const Context& ctx) {
+  return stack::PoolCachePath(ctx.global.state_dir);
+}
 // Missing file -> empty list; a damaged file -> Corruption.
-Result<std::vector<CachedPool>> ReadCache(const Context& ctx);
-// Read-modify-write of the cache under the state dir's lock (util/state_file.h): `modify`
-// changes the list; its error leaves the file as it was.
-Status UpdateCache(const Context& ctx,
-                   const std::function<Status(std::vector<CachedPool>& pools)>& modify);
-Status AddToCache(const Context& ctx, const CachedPool& entry);
-Status RemoveFromCache(const Context& ctx, const std::string& name);
-Result<std::optional<CachedPool>> FindCached(const Context& ctx, const std::string& name);
+inline Result<std::vector<CachedPool>> ReadCache(const Context& ctx) {
+  return stack::ReadPoolCache(ctx.global.state_dir);
+}
+inline Status UpdateCache(const Context& ctx,
+                          const std::function<Status(std::vector<CachedPool>& pools)>& modify) {
+  return stack::UpdatePoolCache(ctx.global.state_dir, modify);
+}
+inline Status AddToCache(const Context& ctx, const CachedPool& entry) {
+  return stack::AddToPoolCache(ctx.global.state_dir, entry);
+}
+inline Status RemoveFromCache(const Context& ctx, const std::string& name) {
+  return stack::RemoveFromPoolCache(ctx.global.state_dir, name);
+}
+inline Result<std::optional<CachedPool>> FindCached(const Context& ctx, const std::string& name) {
+  return stack::FindCachedPool(ctx.global.state_dir, name);
+}
 
-// Imports the cached pool `name` (ENOENT "no such pool" if it is not in the cache).
-Result<std::shared_ptr<pool::Pool>> OpenPool(const Context& ctx, const std::string& name,
-                                             bool read_only = false);
+// Imports the cached pool `name` in the command's stack (ENOENT "no such pool" if it is not
+// in the cache); the daemon's own Pool when the command runs in the daemon.
+inline Result<std::shared_ptr<pool::Pool>> OpenPool(const Context& ctx, const std::string& name,
+                                                    bool read_only = false) {
+  return ctx.stack().OpenPool(name, read_only);
+}
 
-// A device name as recorded in the cache: relative paths made absolute.
-std::string NormalizeVdevName(const std::string& name);
+using stack::NormalizeVdevName;
 
 // A table printed as zfs/zpool print them: columns padded with two spaces, numeric
 // columns right-aligned; with `scripted` (-H) tab-separated and no header.

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <ctime>
 
-#include "cli/assembly.h"
 #include "cli/device_usage.h"
 #include "cli/pool_common.h"
 #include "cli/verbs.h"
+#include "stack/stack.h"
 
 namespace volstack::cli {
 
@@ -79,7 +79,7 @@ int ZfsRollback(Context& ctx, bool recursive, const std::string& name) {
                  busy.message().c_str());
     return kExitFailure;
   }
-  ReleaseFromDaemon({volume});
+  ctx.stack().Release({volume});
   if (Status st = (*p)->Rollback(name, recursive); !st.ok()) return ReportFailure(st);
   return kExitOk;
 }

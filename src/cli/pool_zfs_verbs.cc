@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "cli/assembly.h"
 #include "cli/device_usage.h"
 #include "cli/pool_common.h"
 #include "cli/verbs.h"
+#include "stack/stack.h"
 #include "util/size.h"
 
 namespace volstack::cli {
@@ -302,7 +302,7 @@ int ZfsDestroySnapshot(Context& ctx, const DestroyArgs& a) {
                    busy.message().c_str());
       return kExitFailure;
     }
-    ReleaseFromDaemon(snap->clones);
+    ctx.stack().Release(snap->clones);
     if (Status st = DestroySnapshotsOf(**p, snap->clones); !st.ok()) return ReportFailure(st);
     for (const auto& c : snap->clones) {
       if (Status st = (*p)->DestroyVolume(c); !st.ok()) return ReportFailure(st);
@@ -337,7 +337,7 @@ int ZfsDestroy(Context& ctx, const DestroyArgs& a) {
                    busy.message().c_str());
       return kExitFailure;
     }
-    ReleaseFromDaemon(volumes);
+    ctx.stack().Release(volumes);
     if (Status st = DestroySnapshotsOf(**p, volumes); !st.ok()) return ReportFailure(st);
     for (const auto& v : volumes) {
       if (Status st = (*p)->DestroyVolume(v); !st.ok()) return ReportFailure(st);
@@ -351,7 +351,7 @@ int ZfsDestroy(Context& ctx, const DestroyArgs& a) {
                  busy.message().c_str());
     return kExitFailure;
   }
-  ReleaseFromDaemon({name});
+  ctx.stack().Release({name});
   if (recursive) {
     if (Status st = DestroySnapshotsOf(**p, {name}); !st.ok()) return ReportFailure(st);
   }

@@ -6,10 +6,11 @@
 #include <cstdio>
 #include <memory>
 
-#include "cli/assembly.h"
+#include "cli/status.h"
 #include "cli/verbs.h"
 #include "stack/control_socket.h"
 #include "stack/daemon.h"
+#include "stack/stack.h"
 #include "util/state_file.h"
 
 namespace volstack::cli {
@@ -18,16 +19,14 @@ namespace {
 
 stack::Daemon::Hooks MakeHooks() {
   stack::Daemon::Hooks hooks;
-  hooks.handle_request = [](const stack::ControlRequest& request) {
+  hooks.handle_request = [](stack::Stack& live, const stack::ControlRequest& request) {
     std::vector<char*> argv;
     for (const auto& a : request.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    const int code = Main(static_cast<int>(request.argv.size()), argv.data());
-    if (auto* daemon = stack::Daemon::Current()) Reconcile(*daemon);
+    const int code = Main(static_cast<int>(request.argv.size()), argv.data(), &live);
+    live.Reconcile();
     return code;
   };
-  hooks.up = [](stack::Daemon& daemon) { return AssembleUp(daemon); };
-  hooks.down = [](stack::Daemon& daemon) { return AssembleDown(daemon, /*force=*/true); };
   return hooks;
 }
 
@@ -82,7 +81,7 @@ void RegisterStackVerbs(CLI::App& app, Context& ctx) {
   auto* daemon =
       AddVerb(app, ctx, "daemon", "Run the daemon that owns open devices", [&ctx, foreground] {
         const stack::StateDir state{ctx.global.state_dir};
-        if (stack::Daemon::Current() != nullptr) {
+        if (ctx.stack().live()) {
           return ReportFailure(Status::Busy("the daemon is already running"));
         }
         if (!*foreground) return StartDaemonInBackground(state);
@@ -94,8 +93,8 @@ void RegisterStackVerbs(CLI::App& app, Context& ctx) {
   daemon->add_flag("--foreground", *foreground, "Stay in the foreground (for systemd and tests)");
 
   AddVerb(app, ctx, "up", "Restore the whole stack from the state directory", [&ctx] {
-    if (auto* d = stack::Daemon::Current()) {
-      Status s = AssembleUp(*d);
+    if (ctx.stack().live()) {
+      Status s = ctx.stack().Up();
       return s.ok() ? kExitOk : ReportFailure(s);
     }
     return StartDaemonInBackground(stack::StateDir{ctx.global.state_dir});
@@ -103,20 +102,19 @@ void RegisterStackVerbs(CLI::App& app, Context& ctx) {
 
   auto force = std::make_shared<bool>(false);
   auto* down = AddVerb(app, ctx, "down", "Flush and take the stack down", [&ctx, force] {
-    auto* d = stack::Daemon::Current();
-    if (d == nullptr) {
+    stack::Stack& live = ctx.stack();
+    if (!live.live()) {
       std::fprintf(stderr, "volstack: no daemon is running for %s\n", ctx.global.state_dir.c_str());
       return kExitOk;
     }
-    Status s = AssembleDown(*d, *force);
+    Status s = live.Down(*force);
     if (!s.ok()) return ReportFailure(s);
-    d->RequestStop();
+    live.RequestStop();
     return kExitOk;
   });
   down->add_flag("--force", *force, "Take down even what a loop device or mount still uses");
 
-  AddVerb(app, ctx, "status", "Show the stack as a tree",
-          [&ctx] { return PrintStatus(ctx, stack::Daemon::Current()); });
+  AddVerb(app, ctx, "status", "Show the stack as a tree", [&ctx] { return PrintStatus(ctx); });
 }
 
 }  // namespace volstack::cli

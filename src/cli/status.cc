@@ -9,17 +9,19 @@
 // (loop devices from sysfs, mounts from /proc/self/mountinfo, open devfs files from /proc).
 // Only the first line and what is live (active devices, the devfs mount, serving listeners)
 // differ between a daemon and none.
+#include "cli/status.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "cli/assembly.h"
 #include "cli/device_usage.h"
 #include "cli/lvm_common.h"
-#include "cli/nbd_listeners.h"
 #include "cli/pool_common.h"
 #include "export/loop_bindings.h"
+#include "stack/nbd_listeners.h"
+#include "stack/stack.h"
 
 namespace volstack::cli {
 
@@ -31,7 +33,7 @@ using nlohmann::json;
 // NBD listeners (recorded; serving or not).
 json ExportsOf(const std::string& name, const DeviceUsage& usage, bool active,
                const std::string& devfs_dir, const std::vector<exportfs::LoopBinding>& recorded,
-               const std::vector<NbdListenerStatus>& nbd) {
+               const std::vector<stack::NbdListenerStatus>& nbd) {
   json e = json::object();
   e["devfs"] = active && !devfs_dir.empty() ? json(devfs_dir + "/" + name) : json(nullptr);
   json loops = json::array();
@@ -98,16 +100,18 @@ void PrintExports(const json& e, const std::string& indent) {
 
 }  // namespace
 
-int PrintStatus(const Context& ctx, stack::Daemon* daemon) {
+int PrintStatus(const Context& ctx) {
   const stack::StateDir state{ctx.global.state_dir};
-  const std::string devfs_dir = daemon ? LiveDevfsDir() : "";
+  stack::Stack& stk = ctx.stack();
+  stack::Stack* daemon = stk.live() ? &stk : nullptr;
+  const std::string devfs_dir = daemon ? daemon->devfs_dir() : "";
   const DeviceUsage usage = DeviceUsage::Snapshot(ctx);
   auto loops = exportfs::LoadLoopBindings(ctx.global.state_dir);
   if (!loops.ok()) std::fprintf(stderr, "volstack: %s\n", loops.status().ToString().c_str());
   const auto recorded_loops = loops.ok() ? *loops : std::vector<exportfs::LoopBinding>{};
-  auto nbd = ListNbd(ctx);
+  auto nbd = stk.nbd().List();
   if (!nbd.ok()) std::fprintf(stderr, "volstack: %s\n", nbd.status().ToString().c_str());
-  const auto listeners = nbd.ok() ? *nbd : std::vector<NbdListenerStatus>{};
+  const auto listeners = nbd.ok() ? *nbd : std::vector<stack::NbdListenerStatus>{};
   const auto active_list = lvmcli::ReadListFile(lvmcli::ActiveFile(ctx));
   const std::set<std::string> at_up(active_list.begin(), active_list.end());
   auto is_active = [&](const std::string& name) {
@@ -126,13 +130,14 @@ int PrintStatus(const Context& ctx, stack::Daemon* daemon) {
   json pools = json::array();
   auto cached = poolcli::ReadCache(ctx);
   if (!cached.ok()) std::fprintf(stderr, "volstack: %s\n", cached.status().ToString().c_str());
-  const auto unavailable = daemon ? UnavailablePools() : std::map<std::string, std::string>{};
+  const auto unavailable =
+      daemon ? daemon->UnavailablePools() : std::map<std::string, std::string>{};
   for (const auto& entry : cached.ok() ? *cached : std::vector<poolcli::CachedPool>{}) {
     json p{{"name", entry.name}, {"vdevs", entry.vdevs}, {"volumes", json::array()}};
     // The daemon's own pool; without a daemon, a read-only import.
     std::shared_ptr<pool::Pool> live;
     if (daemon != nullptr) {
-      live = FindLivePool(entry.name);
+      live = daemon->FindLivePool(entry.name);
       if (!live) {
         auto it = unavailable.find(entry.name);
         p["health"] = "UNAVAIL";

@@ -368,6 +368,9 @@ Pool::~Pool() { Close().IgnoreError(); }
 
 const std::string& Pool::name() const { return impl_->name; }
 const ImportReport& Pool::import_report() const { return impl_->import_report; }
+
+bool Pool::closed() const { return impl_->closed; }
+
 uint64_t Pool::guid() const { return impl_->pool_guid; }
 
 Status Pool::Sync() {

@@ -251,6 +251,9 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // What the import of this pool discarded, if anything (empty for a created pool).
   const ImportReport& import_report() const;
 
+  // True once Close() has run (or begun): the pool takes no more writes.
+  bool closed() const;
+
   PoolImpl* impl() { return impl_.get(); }  // internals for tests and the checker
 
   explicit Pool(std::unique_ptr<PoolImpl> impl);

@@ -16,96 +16,13 @@
 namespace volstack::stack {
 
 namespace {
-std::atomic<Daemon*> g_current{nullptr};
 std::atomic<bool> g_signalled{false};
 
 void OnSignal(int) { g_signalled = true; }
-
-// The serialization lock this thread holds (or held and released for a while), if any.
-thread_local std::unique_lock<std::mutex>* t_serial = nullptr;
-
-// Holds the daemon's serialization for a scope on this thread (unless it already does).
-class SerialScope {
- public:
-  explicit SerialScope(std::mutex& mu) {
-    if (t_serial != nullptr) return;  // reentrant
-    lock_.emplace(mu);
-    t_serial = &*lock_;
-  }
-  ~SerialScope() {
-    if (lock_) t_serial = nullptr;
-  }
-  SerialScope(const SerialScope&) = delete;
-  SerialScope& operator=(const SerialScope&) = delete;
-
- private:
-  std::optional<std::unique_lock<std::mutex>> lock_;
-};
 }  // namespace
 
-Status Daemon::Serialized(const std::function<Status()>& fn) {
-  SerialScope scope(serial_mu_);
-  const bool relock = !t_serial->owns_lock();  // a thread that released it for a while
-  if (relock) t_serial->lock();
-  Status s = fn();
-  if (relock) t_serial->unlock();
-  return s;
-}
-
-void Daemon::ReleaseSerialization() {
-  if (t_serial != nullptr && t_serial->owns_lock()) t_serial->unlock();
-}
-
-void Daemon::ReacquireSerialization() {
-  if (t_serial != nullptr && !t_serial->owns_lock()) t_serial->lock();
-}
-
-Daemon* Daemon::Current() { return g_current.load(); }
-
-void Daemon::RequestStop() { stop_requested_ = true; }
-
-Status Daemon::StartJob(std::function<void()> run, std::function<void()> stop) {
-  std::lock_guard lock(jobs_mu_);
-  if (jobs_closed_) return Status::Busy("the daemon is stopping");
-  // Reap jobs that have finished.
-  for (auto it = jobs_.begin(); it != jobs_.end();) {
-    if (it->done->load()) {
-      it->thread.join();
-      it = jobs_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  auto done = std::make_shared<std::atomic<bool>>(false);
-  Job job;
-  job.stop = std::move(stop);
-  job.done = done;
-  job.thread = std::thread([run = std::move(run), done] {
-    run();
-    done->store(true);
-  });
-  jobs_.push_back(std::move(job));
-  return Status::Ok();
-}
-
-void Daemon::StopJobs() {
-  std::vector<Job> jobs;
-  {
-    std::lock_guard lock(jobs_mu_);
-    jobs_closed_ = true;
-    jobs.swap(jobs_);
-  }
-  for (auto& j : jobs) {
-    if (j.stop) j.stop();
-  }
-  // A job may be waiting for the serialization a request calling this holds.
-  const bool held = t_serial != nullptr && t_serial->owns_lock();
-  if (held) t_serial->unlock();
-  for (auto& j : jobs) j.thread.join();
-  if (held) t_serial->lock();
-}
-
-Status Daemon::Run(const StateDir& state, Hooks hooks, std::function<void(Status)> ready) {
+Status Daemon::Run(const StateDir& state, Hooks hooks, std::function<void(Status)> ready,
+                   Stack::Options options) {
   VS_RETURN_IF_ERROR(PrepareStateDir(state.root));
   // One daemon per state dir: the pid file is locked for the daemon's lifetime.
   VS_ASSIGN_OR_RETURN(const int pid_fd, OpenStateFile(state.pid_path(), O_RDWR));
@@ -119,8 +36,7 @@ Status Daemon::Run(const StateDir& state, Hooks hooks, std::function<void(Status
     return ErrnoStatus("write " + state.pid_path());
   }
 
-  Daemon daemon(state, std::move(hooks));
-  g_current = &daemon;
+  auto stack = Stack::Open(state, Mode::kDaemon, std::move(options));
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   ::sigaction(SIGTERM, &sa, nullptr);
@@ -128,41 +44,41 @@ Status Daemon::Run(const StateDir& state, Hooks hooks, std::function<void(Status
   ::signal(SIGPIPE, SIG_IGN);
 
   Status up = Status::Ok();
-  if (daemon.hooks_.up) {
-    SerialScope serial(daemon.serial_mu_);
-    up = daemon.hooks_.up(daemon);
+  {
+    Jobs::Scope serial(stack->jobs());
+    up = stack->Up();
   }
-  // Requests run one at a time under the control server's lock, and under the daemon's
-  // serialization, which jobs share (see Serialized).
-  auto handler = [&daemon](const ControlRequest& request) {
-    SerialScope serial(daemon.serial_mu_);
-    return daemon.hooks_.handle_request(request);
+  // Requests run one at a time under the control server's lock, and under the stack's
+  // serialization, which jobs share (jobs.h).
+  auto handler = [&stack, &hooks](const ControlRequest& request) {
+    Jobs::Scope serial(stack->jobs());
+    return hooks.handle_request(*stack, request);
   };
   auto server = ControlServer::Start(state.socket_path(), handler);
   if (!server.ok()) {
-    if (daemon.hooks_.down) {
-      SerialScope serial(daemon.serial_mu_);
-      daemon.hooks_.down(daemon).IgnoreError();
+    {
+      Jobs::Scope serial(stack->jobs());
+      stack->Down(/*force=*/true).IgnoreError();
     }
-    g_current = nullptr;
+    stack.reset();
     ::unlink(state.pid_path().c_str());
     ::close(pid_fd);
     return server.status();
   }
   if (ready) ready(up);
-  while (!g_signalled && !daemon.stop_requested_) {
+  while (!g_signalled && !stack->stop_requested()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   // Background jobs stop first (their followers answer their clients), then requests.
-  daemon.StopJobs();
+  stack->jobs().StopAll();
   // Stop taking requests before tearing down what they would use.
   server.value().reset();
   Status down = Status::Ok();
-  if (daemon.hooks_.down) {
-    SerialScope serial(daemon.serial_mu_);
-    down = daemon.hooks_.down(daemon);
+  {
+    Jobs::Scope serial(stack->jobs());
+    down = stack->Down(/*force=*/true);
   }
-  g_current = nullptr;
+  stack.reset();
   ::unlink(state.pid_path().c_str());
   ::close(pid_fd);
   return down;

@@ -5,8 +5,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <thread>
+
+#include "stack/test_kernel.h"
 
 namespace volstack::stack {
 namespace {
@@ -24,24 +27,27 @@ TEST(DaemonTest, JobsAndRequestsShareTheSerialization) {
   std::atomic<int> overlaps{0}, job_steps{0};
 
   Daemon::Hooks hooks;
-  hooks.up = [&](Daemon& d) {
-    return d.StartJob(
-        [&, dp = &d] {
-          while (!job_stop) {
-            dp->Serialized([&] {
-                if (in_request) overlaps++;
-                job_steps++;
-                std::this_thread::sleep_for(1ms);
-                if (in_request) overlaps++;
-                return Status::Ok();
-              }).IgnoreError();
-            std::this_thread::sleep_for(1ms);
-          }
-        },
-        [&] { job_stop = true; });
-  };
-  hooks.handle_request = [&](const ControlRequest& r) -> int {
+  hooks.handle_request = [&](Stack& stack, const ControlRequest& r) -> int {
     const std::string verb = r.argv.size() > 1 ? r.argv[1] : "";
+    if (verb == "start") {
+      Status s = stack.jobs().Start(
+          [&, sp = &stack] {
+            while (!job_stop) {
+              sp->jobs()
+                  .Serialized([&] {
+                    if (in_request) overlaps++;
+                    job_steps++;
+                    std::this_thread::sleep_for(1ms);
+                    if (in_request) overlaps++;
+                    return Status::Ok();
+                  })
+                  .IgnoreError();
+              std::this_thread::sleep_for(1ms);
+            }
+          },
+          [&] { job_stop = true; });
+      return s.ok() ? 0 : 1;
+    }
     if (verb == "work") {
       in_request = true;
       std::this_thread::sleep_for(20ms);
@@ -51,25 +57,31 @@ TEST(DaemonTest, JobsAndRequestsShareTheSerialization) {
     if (verb == "follow") {
       const int start = job_steps;
       ControlServer::ReleaseCurrentRequest();
-      Daemon::ReleaseSerialization();
+      Jobs::ReleaseSerialization();
       for (int i = 0; i < 500 && job_steps < start + 5; i++) std::this_thread::sleep_for(10ms);
       ControlServer::ReacquireCurrentRequest();
-      Daemon::ReacquireSerialization();
+      Jobs::ReacquireSerialization();
       return job_steps >= start + 5 ? 0 : 1;
     }
     if (verb == "stop") {
-      Daemon::Current()->StopJobs();
-      Daemon::Current()->RequestStop();
+      stack.jobs().StopAll();
+      stack.RequestStop();
       return 0;
     }
     return 2;
   };
   std::promise<Status> ready;
   std::thread daemon([&] {
-    Status s = Daemon::Run(state, hooks, [&](Status up) { ready.set_value(up); });
+    Stack::Options options;
+    options.kernel = std::make_shared<TestKernel>();
+    Status s = Daemon::Run(
+        state, hooks, [&](Status up) { ready.set_value(up); }, options);
     EXPECT_TRUE(s.ok()) << s.ToString();
   });
   ASSERT_TRUE(ready.get_future().get().ok());
+  auto start = ForwardToDaemon(state.socket_path(), {"volstack", "start"});
+  ASSERT_TRUE(start.ok());
+  ASSERT_EQ(*start, 0);
   for (int i = 0; i < 10; i++) {
     auto code = ForwardToDaemon(state.socket_path(), {"volstack", "work"});
     ASSERT_TRUE(code.ok()) << code.status().ToString();
@@ -84,9 +96,7 @@ TEST(DaemonTest, JobsAndRequestsShareTheSerialization) {
   daemon.join();
   EXPECT_EQ(overlaps.load(), 0);
   EXPECT_GT(job_steps.load(), 5);
-  ::unlink(state.pid_path().c_str());
-  ::unlink(state.socket_path().c_str());
-  ::rmdir(tmpl);
+  std::filesystem::remove_all(tmpl);
 }
 
 }  // namespace

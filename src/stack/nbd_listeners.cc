@@ -1,19 +1,17 @@
-#include "cli/nbd_listeners.h"
+#include "stack/nbd_listeners.h"
 
 #include <cstdio>
 #include <map>
 #include <memory>
 
 #include "bdev/device_registry.h"
-#include "cli/device_names.h"
 #include "export/nbd/nbd_server.h"
+#include "stack/stack.h"
 
-namespace volstack::cli {
+namespace volstack::stack {
 
-namespace {
-
-struct Listener {
-  stack::NbdListenerRecord record;                   // bind holds the real port
+struct NbdListeners::Listener {
+  NbdListenerRecord record;                          // bind holds the real port
   std::shared_ptr<bdev::DeviceRegistry> exports;     // export name -> device
   std::unique_ptr<exportfs::nbd::NbdServer> server;  // destroyed before `exports`
   int subscription = 0;                              // on the daemon's registry
@@ -26,25 +24,22 @@ struct Listener {
   }
 };
 
-std::map<std::string, std::unique_ptr<Listener>>& Live() {
-  static auto* live = new std::map<std::string, std::unique_ptr<Listener>>;  // by address
-  return *live;
-}
+NbdListeners::NbdListeners(Stack& stack) : stack_(stack) {}
 
-std::string StatePath(const Context& ctx) {
-  return stack::StateDir{ctx.global.state_dir}.nbd_path();
-}
+NbdListeners::~NbdListeners() { StopAll(); }
+
+std::string NbdListeners::StatePath() const { return stack_.state().nbd_path(); }
 
 // Opens the record's devices into a new listener's registry and starts its server. Devices
 // that cannot be opened are returned in `missing` (with why); the listener still starts.
-Result<std::unique_ptr<Listener>> StartListener(stack::Daemon& daemon, const Context& ctx,
-                                                const stack::NbdListenerRecord& record,
-                                                std::vector<std::string>* missing) {
+Result<std::unique_ptr<NbdListeners::Listener>> NbdListeners::StartListener(
+    const NbdListenerRecord& record, std::vector<std::string>* missing) {
   auto l = std::make_unique<Listener>();
   l->record = record;
   l->exports = std::make_shared<bdev::DeviceRegistry>();
   for (const auto& e : record.exports) {
-    auto device = OpenDeviceByName(ctx, e.device, record.read_only);
+    auto device =
+        stack_.OpenDevice(e.device, record.read_only ? Access::kReadOnly : Access::kReadWrite);
     Status s = device.ok() ? l->exports->Add(e.name, *device) : device.status();
     if (!s.ok()) missing->push_back(e.name + " (" + e.device + "): " + s.ToString());
   }
@@ -52,8 +47,8 @@ Result<std::unique_ptr<Listener>> StartListener(stack::Daemon& daemon, const Con
   // (its pool re-imported, an LV remapped) replaces the old one for new connections.
   std::weak_ptr<bdev::DeviceRegistry> weak = l->exports;
   const auto exports = record.exports;
-  l->daemon_registry = &daemon.registry();
-  l->subscription = daemon.registry().Subscribe(
+  l->daemon_registry = &stack_.registry();
+  l->subscription = stack_.registry().Subscribe(
       [weak, exports](bdev::DeviceRegistry::Change change, const std::string& name,
                       const bdev::BlockDevicePtr& device) {
         auto registry = weak.lock();
@@ -73,9 +68,7 @@ Result<std::unique_ptr<Listener>> StartListener(stack::Daemon& daemon, const Con
   return l;
 }
 
-}  // namespace
-
-Result<exportfs::nbd::NbdServerOptions> NbdServerOptionsOf(const stack::NbdListenerRecord& r) {
+Result<exportfs::nbd::NbdServerOptions> NbdServerOptionsOf(const NbdListenerRecord& r) {
   exportfs::nbd::NbdServerOptions options;
   options.socket_path = r.socket;
   options.bind = r.bind;
@@ -92,46 +85,45 @@ Result<exportfs::nbd::NbdServerOptions> NbdServerOptionsOf(const stack::NbdListe
   return options;
 }
 
-Result<std::string> ServeNbdInDaemon(stack::Daemon& daemon, const Context& ctx,
-                                     stack::NbdListenerRecord record) {
-  VS_ASSIGN_OR_RETURN(auto recorded, stack::LoadNbdState(StatePath(ctx)));
+Result<std::string> NbdListeners::Serve(NbdListenerRecord record) {
+  VS_ASSIGN_OR_RETURN(auto recorded, LoadNbdState(StatePath()));
   const bool port_zero = record.bind.size() > 2 && record.bind.ends_with(":0");
   if (!port_zero) {
     const std::string address = record.address();
-    if (Live().count(address)) {
+    if (live_.count(address)) {
       return Status::Exists("NBD is already served on " + address + "; `volstack nbd stop " +
                             address + "` first");
     }
     for (const auto& r : recorded) {
       if (r.address() == address) {
-        return Status::Exists(address + " is recorded in " + StatePath(ctx) +
+        return Status::Exists(address + " is recorded in " + StatePath() +
                               " but not serving; `volstack nbd stop " + address + "` first");
       }
     }
   }
   std::vector<std::string> missing;
-  VS_ASSIGN_OR_RETURN(auto l, StartListener(daemon, ctx, record, &missing));
+  VS_ASSIGN_OR_RETURN(auto l, StartListener(record, &missing));
   if (!missing.empty()) return Status::NotFound("cannot open " + missing.front());
-  VS_RETURN_IF_ERROR(stack::UpdateNbdState(ctx.global.state_dir, StatePath(ctx),
-                                           [&](std::vector<stack::NbdListenerRecord>& now) {
-                                             now.push_back(l->record);
-                                             return Status::Ok();
-                                           }));
+  VS_RETURN_IF_ERROR(
+      UpdateNbdState(stack_.state().root, StatePath(), [&](std::vector<NbdListenerRecord>& now) {
+        now.push_back(l->record);
+        return Status::Ok();
+      }));
   const std::string address = l->server->address();
-  Live()[l->record.address()] = std::move(l);
+  live_[l->record.address()] = std::move(l);
   return address;
 }
 
-Status StopNbd(const Context& ctx, const std::string& address) {
-  auto recorded = stack::LoadNbdState(StatePath(ctx));
-  const bool live = Live().erase(address) > 0;  // flushes and closes
+Status NbdListeners::Stop(const std::string& address) {
+  auto recorded = LoadNbdState(StatePath());
+  const bool live = live_.erase(address) > 0;  // flushes and closes
   if (!recorded.ok()) {
     // A damaged record must not keep a listener alive; it is reported, not rewritten.
     return live ? Status::Ok() : recorded.status();
   }
   bool found = false;
-  VS_RETURN_IF_ERROR(stack::UpdateNbdState(
-      ctx.global.state_dir, StatePath(ctx), [&](std::vector<stack::NbdListenerRecord>& now) {
+  VS_RETURN_IF_ERROR(
+      UpdateNbdState(stack_.state().root, StatePath(), [&](std::vector<NbdListenerRecord>& now) {
         found = std::erase_if(now, [&](const auto& r) { return r.address() == address; }) > 0;
         return Status::Ok();
       }));
@@ -139,14 +131,14 @@ Status StopNbd(const Context& ctx, const std::string& address) {
   return Status::Ok();
 }
 
-Result<std::vector<NbdListenerStatus>> ListNbd(const Context& ctx) {
-  VS_ASSIGN_OR_RETURN(auto recorded, stack::LoadNbdState(StatePath(ctx)));
+Result<std::vector<NbdListenerStatus>> NbdListeners::List() {
+  VS_ASSIGN_OR_RETURN(auto recorded, LoadNbdState(StatePath()));
   std::vector<NbdListenerStatus> out;
   for (const auto& r : recorded) {
     NbdListenerStatus st;
     st.record = r;
-    if (stack::Daemon::Current() != nullptr) {
-      if (auto it = Live().find(r.address()); it != Live().end()) {
+    if (stack_.live()) {
+      if (auto it = live_.find(r.address()); it != live_.end()) {
         st.serving = true;
         st.connections = it->second->server->active_connections();
         for (const auto& e : r.exports) {
@@ -159,13 +151,13 @@ Result<std::vector<NbdListenerStatus>> ListNbd(const Context& ctx) {
   return out;
 }
 
-Status RestoreNbdListeners(stack::Daemon& daemon, const Context& ctx) {
-  VS_ASSIGN_OR_RETURN(auto recorded, stack::LoadNbdState(StatePath(ctx)));
+Status NbdListeners::Restore() {
+  VS_ASSIGN_OR_RETURN(auto recorded, LoadNbdState(StatePath()));
   Status result;
   for (const auto& r : recorded) {
-    if (Live().count(r.address())) continue;
+    if (live_.count(r.address())) continue;
     std::vector<std::string> missing;
-    auto l = StartListener(daemon, ctx, r, &missing);
+    auto l = StartListener(r, &missing);
     if (!l.ok()) {
       result = l.status().WithContext("nbd " + r.address());
       continue;
@@ -174,17 +166,16 @@ Status RestoreNbdListeners(stack::Daemon& daemon, const Context& ctx) {
       std::fprintf(stderr, "volstack: nbd %s: not serving %s\n", r.address().c_str(), m.c_str());
       result = Status::NotFound("nbd " + r.address() + ": cannot open " + m);
     }
-    Live()[r.address()] = std::move(*l);
+    live_[r.address()] = std::move(*l);
   }
   return result;
 }
 
-void StopAllNbdListeners() { Live().clear(); }
+void NbdListeners::StopAll() { live_.clear(); }
 
-std::vector<std::string> NbdListenersOf(const std::string& device) {
+std::vector<std::string> NbdListeners::ListenersOf(const std::string& device) const {
   std::vector<std::string> out;
-  if (stack::Daemon::Current() == nullptr) return out;
-  for (const auto& [address, l] : Live()) {
+  for (const auto& [address, l] : live_) {
     for (const auto& e : l->record.exports) {
       if (e.device == device) out.push_back(address);
     }
@@ -192,4 +183,4 @@ std::vector<std::string> NbdListenersOf(const std::string& device) {
   return out;
 }
 
-}  // namespace volstack::cli
+}  // namespace volstack::stack

@@ -1,76 +1,56 @@
-// The daemon's live stack and how it converges to the state dir.
+// The live stack: how it comes up from the state dir, converges to it and goes down
+// (stack.h has the theory; docs/stack.md the picture).
 //
-// Theory. The state dir says what should exist (zpool.cache: pools; lvm/active: LVs;
-// loops.json: loop bindings); the daemon holds what does (open pools, active devices in its
-// registry, the devfs mount, bound loops). Commands run inside the daemon change disks and
-// state files exactly as they do offline; after each one, Reconcile() makes the live stack
-// match the state dir again: it imports pools that appeared, drops pools that were exported,
-// registers new volumes and LVs and unregisters removed ones. Devfs follows the registry, so
-// a device shows up as a file the moment it is registered. `up` is Reconcile() plus devfs,
-// loop bindings and NBD listeners (nbd_listeners.h); `down` releases in reverse order.
-// `status` (status.cc) reads this live view through UnavailablePools()/LiveDevfsDir().
-//
-// Pools are held open here (LiveStack::pools) so that every open of a pool in this process
-// returns the same Pool (poolcli::OpenPool consults the process's open pools first): two Pool
-// objects on one set of vdevs would be two writers.
-//
-// Threads: everything here runs on the daemon's request thread (requests are serialized) or
-// at start and stop, so the LiveStack needs no lock of its own beyond the registry's.
-#include "cli/assembly.h"
-
-#include <sys/mount.h>
-#include <sys/stat.h>
+// Pools are held open here (pools_) so that every open of a pool in this stack returns the
+// same Pool (OpenPool consults the stack's open pools first): two Pool objects on one set of
+// vdevs would be two writers.
+#include "stack/stack.h"
 
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <set>
 
-#include "cli/device_names.h"
-#include "cli/lvm_common.h"
-#include "cli/lvm_pvmove.h"
-#include "cli/nbd_listeners.h"
-#include "cli/pool_common.h"
-#include "export/devfs.h"
 #include "export/loop_bindings.h"
-#include "export/loop_device.h"
+#include "stack/lvm_state.h"
+#include "stack/nbd_listeners.h"
+#include "stack/open_files.h"
+#include "stack/pvmove_jobs.h"
 
-namespace volstack::cli {
+namespace volstack::stack {
 
-namespace {
-
-struct LiveStack {
-  std::map<std::string, std::shared_ptr<pool::Pool>> pools;
-  std::map<std::string, std::string> unavailable;  // pool name -> why it is not imported
-  std::set<std::string> registered;                // names this file put in the registry
-  std::unique_ptr<exportfs::Devfs> devfs;
-};
-
-LiveStack& Live() {
-  static LiveStack* live = new LiveStack;  // lives as long as the daemon process
-  return *live;
+std::unique_ptr<Stack> Stack::Open(StateDir state, Mode mode, Options options) {
+  return std::unique_ptr<Stack>(new Stack(std::move(state), mode, std::move(options)));
 }
 
-Context DaemonContext(const stack::Daemon& daemon) {
-  Context ctx;
-  ctx.global.state_dir = daemon.state().root;
-  return ctx;
+Stack::Stack(StateDir state, Mode mode, Options options)
+    : state_(std::move(state)),
+      mode_(mode),
+      kernel_(options.kernel ? options.kernel : SystemKernel()),
+      options_(std::move(options)),
+      open_files_(std::make_unique<OpenFiles>()),
+      nbd_(std::make_unique<NbdListeners>(*this)),
+      pvmoves_(std::make_unique<PvmoveJobs>(*this)) {}
+
+Stack::~Stack() {
+  // Jobs and listeners use the rest of the stack: they go first.
+  jobs_.StopAll();
+  nbd_.reset();
 }
 
-void Register(stack::Daemon& daemon, const std::string& name, bdev::BlockDevicePtr device) {
-  if (daemon.registry().Add(name, std::move(device)).ok()) Live().registered.insert(name);
+void Stack::Register(const std::string& name, bdev::BlockDevicePtr device) {
+  if (registry_.Add(name, std::move(device)).ok()) registered_.insert(name);
 }
 
-void Unregister(stack::Daemon& daemon, const std::string& name) {
-  if (auto device = daemon.registry().Remove(name); device.ok()) {
+void Stack::Unregister(const std::string& name) {
+  if (auto device = registry_.Remove(name); device.ok()) {
     (*device)->Flush().IgnoreError();  // best effort: the device may be gone with its pool
   }
-  Live().registered.erase(name);
+  registered_.erase(name);
 }
 
 // Pools: import what the cache lists, drop what it no longer lists.
-void ReconcilePools(stack::Daemon& daemon, const Context& ctx) {
-  auto cached = poolcli::ReadCache(ctx);
+void Stack::ReconcilePools() {
+  auto cached = ReadPoolCache(state_.root);
   if (!cached.ok()) {
     std::fprintf(stderr, "volstack: %s\n", cached.status().ToString().c_str());
     return;
@@ -78,65 +58,65 @@ void ReconcilePools(stack::Daemon& daemon, const Context& ctx) {
   std::set<std::string> wanted;
   for (const auto& entry : *cached) {
     wanted.insert(entry.name);
-    if (Live().pools.count(entry.name)) continue;
-    auto p = poolcli::OpenPool(ctx, entry.name, /*read_only=*/false);
+    if (pools_.count(entry.name)) continue;
+    auto p = OpenPool(entry.name, /*read_only=*/false);
     if (!p.ok()) {
-      Live().unavailable[entry.name] = p.status().ToString();
+      unavailable_[entry.name] = p.status().ToString();
       continue;
     }
-    Live().unavailable.erase(entry.name);
-    Live().pools[entry.name] = *p;
+    unavailable_.erase(entry.name);
+    pools_[entry.name] = *p;
   }
-  for (auto it = Live().unavailable.begin(); it != Live().unavailable.end();) {
-    it = wanted.count(it->first) ? std::next(it) : Live().unavailable.erase(it);
+  for (auto it = unavailable_.begin(); it != unavailable_.end();) {
+    it = wanted.count(it->first) ? std::next(it) : unavailable_.erase(it);
   }
-  for (auto it = Live().pools.begin(); it != Live().pools.end();) {
+  for (auto it = pools_.begin(); it != pools_.end();) {
     if (wanted.count(it->first)) {
       ++it;
       continue;
     }
     // Exported or destroyed by a command: its volumes leave the registry first.
-    for (const auto& name : std::set<std::string>(Live().registered)) {
-      if (name.rfind(it->first + "/", 0) == 0) Unregister(daemon, name);
+    for (const auto& name : std::set<std::string>(registered_)) {
+      if (name.rfind(it->first + "/", 0) == 0) Unregister(name);
     }
     it->second->Close().IgnoreError();
-    it = Live().pools.erase(it);
+    it = pools_.erase(it);
   }
-  for (auto& [pool_name, p] : Live().pools) {
+  for (auto& [pool_name, p] : pools_) {
     std::set<std::string> volumes;
     for (const auto& d : p->ListDatasets()) {
       if (d.type == "volume") volumes.insert(d.name);
     }
     for (const auto& name : volumes) {
-      if (daemon.registry().Find(name)) continue;
+      if (registry_.Find(name)) continue;
       auto device = p->OpenVolume(name);
-      if (device.ok()) Register(daemon, name, *device);
+      if (device.ok()) Register(name, *device);
     }
-    for (const auto& name : std::set<std::string>(Live().registered)) {
-      if (name.rfind(pool_name + "/", 0) == 0 && !volumes.count(name)) Unregister(daemon, name);
+    for (const auto& name : std::set<std::string>(registered_)) {
+      if (name.rfind(pool_name + "/", 0) == 0 && !volumes.count(name)) Unregister(name);
     }
   }
 }
 
 // LVs: activate what lvm/active lists, deactivate what it no longer lists.
-void ReconcileLvs(stack::Daemon& daemon, const Context& ctx) {
-  const auto lines = lvmcli::ReadListFile(lvmcli::ActiveFile(ctx));
+void Stack::ReconcileLvs() {
+  const auto lines = ReadListFile(LvmActivePath(state_.root));
   const std::set<std::string> wanted(lines.begin(), lines.end());
   std::set<std::string> pool_volumes;
-  for (const auto& [name, p] : Live().pools) {
+  for (const auto& [name, p] : pools_) {
     for (const auto& d : p->ListDatasets()) pool_volumes.insert(d.name);
   }
-  for (const auto& name : std::set<std::string>(Live().registered)) {
-    if (!pool_volumes.count(name) && !wanted.count(name)) Unregister(daemon, name);
+  for (const auto& name : std::set<std::string>(registered_)) {
+    if (!pool_volumes.count(name) && !wanted.count(name)) Unregister(name);
   }
   std::vector<std::string> missing;
   for (const auto& name : wanted) {
-    if (!daemon.registry().Find(name)) missing.push_back(name);
+    if (!registry_.Find(name)) missing.push_back(name);
   }
   if (missing.empty()) return;
-  auto session = lvmcli::OpenSession(ctx, /*read_only=*/false);
+  auto session = OpenLvm(/*read_only=*/false);
   for (const auto& name : missing) {
-    auto [vg, lv] = lvmcli::SplitLvName(name);
+    auto [vg, lv] = SplitLvName(name);
     lvm::VgHandle* handle = session->FindVg(vg);
     if (handle == nullptr || handle->vg.FindLv(lv) == nullptr) {
       std::fprintf(stderr, "volstack: cannot activate %s: not found on the scanned devices\n",
@@ -149,30 +129,14 @@ void ReconcileLvs(stack::Daemon& daemon, const Context& ctx) {
                    device.status().ToString().c_str());
       continue;
     }
-    Register(daemon, name, *device);
+    Register(name, *device);
   }
-}
-
-// After a kill -9 the old mount point is left as a dead FUSE connection ("Transport endpoint
-// is not connected"); it must be detached before devfs can mount there again.
-void ClearDeadMount(const std::string& dir) {
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 && errno == ENOTCONN) ::umount2(dir.c_str(), MNT_DETACH);
-}
-
-bool IsMounted(const std::string& device) {
-  std::ifstream mounts("/proc/mounts");
-  std::string source, rest;
-  while (mounts >> source && std::getline(mounts, rest)) {
-    if (source == device) return true;
-  }
-  return false;
 }
 
 // The loops bound to files of this stack's devfs.
-std::vector<exportfs::LoopInfo> OurLoops(const std::string& devfs_dir) {
+std::vector<exportfs::LoopInfo> Stack::OurLoops(const std::string& devfs_dir) {
   std::vector<exportfs::LoopInfo> ours;
-  for (auto& info : exportfs::ListLoops()) {
+  for (auto& info : kernel_->ListLoops()) {
     if (info.backing_file.rfind(devfs_dir + "/", 0) == 0) ours.push_back(std::move(info));
   }
   return ours;
@@ -181,17 +145,17 @@ std::vector<exportfs::LoopInfo> OurLoops(const std::string& devfs_dir) {
 // Rebinds every recorded loop that is not bound to its devfs file: on the same /dev/loopN
 // when it is free, else on another (and says so). With a fresh devfs mount, a loop still
 // bound to the file's path is bound to the dead mount before it and is rebound too.
-Status RestoreLoops(stack::Daemon& daemon, bool devfs_fresh) {
-  const std::string& root = daemon.state().root;
+Status Stack::RestoreLoops(bool devfs_fresh) {
+  const std::string& root = state_.root;
   VS_ASSIGN_OR_RETURN(auto bindings, exportfs::LoadLoopBindings(root));
   Status result;
   std::map<std::string, std::string> moved;  // old device -> new
   for (auto& b : bindings) {
-    auto info = exportfs::GetLoopInfo(b.device);
+    auto info = kernel_->GetLoopInfo(b.device);
     const bool bound_here = info.ok() && info->backing_file == b.file;
     if (bound_here && !devfs_fresh) continue;
-    if (bound_here) exportfs::DetachLoop(b.device).IgnoreError();
-    if (!daemon.registry().Find(b.name)) {
+    if (bound_here) kernel_->DetachLoop(b.device).IgnoreError();
+    if (!registry_.Find(b.name)) {
       result = Status::NotFound("loop " + b.device + ": device " + b.name + " is not active");
       continue;
     }
@@ -199,8 +163,8 @@ Status RestoreLoops(stack::Daemon& daemon, bool devfs_fresh) {
     config.sector_size = b.sector_size;
     config.read_only = b.read_only;
     config.direct_io = b.direct_io;
-    auto attached = exportfs::AttachLoop(b.device, b.file, config);
-    if (!attached.ok()) attached = exportfs::AttachLoop("", b.file, config);
+    auto attached = kernel_->AttachLoop(b.device, b.file, config);
+    if (!attached.ok()) attached = kernel_->AttachLoop("", b.file, config);
     if (!attached.ok()) {
       result = attached.status().WithContext("loop for " + b.name);
       continue;
@@ -223,48 +187,45 @@ Status RestoreLoops(stack::Daemon& daemon, bool devfs_fresh) {
   return result;
 }
 
-}  // namespace
-
-void Reconcile(stack::Daemon& daemon) {
-  const Context ctx = DaemonContext(daemon);
-  ReconcilePools(daemon, ctx);
-  ReconcileLvs(daemon, ctx);
+void Stack::Reconcile() {
+  if (!live()) return;
+  ReconcilePools();
+  ReconcileLvs();
 }
 
-std::shared_ptr<pool::Pool> FindLivePool(const std::string& name) {
-  if (stack::Daemon::Current() == nullptr) return nullptr;
-  auto it = Live().pools.find(name);
-  return it == Live().pools.end() ? nullptr : it->second;
+std::shared_ptr<pool::Pool> Stack::FindLivePool(const std::string& name) const {
+  auto it = pools_.find(name);
+  return it == pools_.end() ? nullptr : it->second;
 }
 
-Status AssembleUp(stack::Daemon& daemon) {
-  Reconcile(daemon);
+Status Stack::Up() {
+  if (!live()) return Status::InvalidArgument("only the daemon's stack comes up");
+  jobs_.Reopen();
+  Reconcile();
   Status result;
-  for (const auto& [name, why] : Live().unavailable) {
+  for (const auto& [name, why] : unavailable_) {
     result = Status::NotFound("pool " + name + " is unavailable: " + why);
   }
-  const bool devfs_fresh = !Live().devfs;
+  const bool devfs_fresh = !devfs_;
   if (devfs_fresh) {
-    const std::string dir = daemon.state().devfs_dir();
-    ClearDeadMount(dir);
-    auto devfs = exportfs::Devfs::Mount(dir, daemon.registry());
+    auto devfs = kernel_->MountDevfs(state_.devfs_dir(), registry_);
     if (!devfs.ok()) return devfs.status().WithContext("devfs");
-    Live().devfs = std::move(*devfs);
+    devfs_ = std::move(*devfs);
   }
-  Status loops = RestoreLoops(daemon, devfs_fresh);
+  Status loops = RestoreLoops(devfs_fresh);
   if (!loops.ok()) result = loops;
-  Status nbd = RestoreNbdListeners(daemon, DaemonContext(daemon));
+  Status nbd = nbd_->Restore();
   if (!nbd.ok()) result = nbd;
-  if (Status moves = ResumeInterruptedMoves(daemon); !moves.ok()) result = moves;
+  if (Status moves = pvmoves_->ResumeInterrupted(); !moves.ok()) result = moves;
   return result;
 }
 
-Status AssembleDown(stack::Daemon& daemon, bool force) {
-  const std::string devfs_dir = daemon.state().devfs_dir();
+Status Stack::Down(bool force) {
+  const std::string devfs_dir = state_.devfs_dir();
   const auto loops = OurLoops(devfs_dir);
   if (!force) {
     for (const auto& loop : loops) {
-      if (IsMounted(loop.device)) {
+      if (kernel_->IsMounted(loop.device)) {
         return Status::Busy(loop.device + " (" + loop.backing_file.substr(devfs_dir.size() + 1) +
                             ") is mounted; unmount it or use --force");
       }
@@ -272,38 +233,29 @@ Status AssembleDown(stack::Daemon& daemon, bool force) {
   }
   // A running pvmove stops at a checkpoint first rather than failing under a closing
   // stack; the next `up` resumes it.
-  daemon.StopJobs();
+  jobs_.StopAll();
   // Loop bindings and NBD listeners stay recorded (loops.json, nbd.json): the next `up`
   // restores them.
-  for (const auto& loop : loops) exportfs::DetachLoop(loop.device).IgnoreError();
-  if (Live().devfs) {
-    if (Status s = Live().devfs->Unmount(); !s.ok() && !force) return s;
-    Live().devfs.reset();
+  for (const auto& loop : loops) kernel_->DetachLoop(loop.device).IgnoreError();
+  if (devfs_) {
+    if (Status s = devfs_->Unmount(); !s.ok() && !force) return s;
+    devfs_.reset();
   }
-  StopAllNbdListeners();
-  for (const auto& name : std::set<std::string>(Live().registered)) Unregister(daemon, name);
+  nbd_->StopAll();
+  for (const auto& name : std::set<std::string>(registered_)) Unregister(name);
   Status result;
-  for (auto& [name, p] : Live().pools) {
+  for (auto& [name, p] : pools_) {
     if (Status s = p->Close(); !s.ok()) result = s;
   }
-  Live().pools.clear();
+  pools_.clear();
   return result;
 }
 
-std::map<std::string, std::string> UnavailablePools() {
-  if (stack::Daemon::Current() == nullptr) return {};
-  return Live().unavailable;
+void Stack::Release(const std::vector<std::string>& names) {
+  if (!live()) return;
+  for (const auto& name : names) Unregister(name);
 }
 
-void ReleaseFromDaemon(const std::vector<std::string>& names) {
-  auto* daemon = stack::Daemon::Current();
-  if (daemon == nullptr) return;
-  for (const auto& name : names) Unregister(*daemon, name);
-}
+std::string Stack::devfs_dir() const { return devfs_ ? devfs_->dir() : ""; }
 
-std::string LiveDevfsDir() {
-  if (stack::Daemon::Current() == nullptr || !Live().devfs) return "";
-  return Live().devfs->dir();
-}
-
-}  // namespace volstack::cli
+}  // namespace volstack::stack

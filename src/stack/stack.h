@@ -1,40 +1,156 @@
-// Bringing a stack up and down from its state dir, inside the daemon (stack/daemon.h):
-//   up:   import the pools in zpool.cache; register their volumes; scan the LVM devices list
-//         and every pool volume for PVs; activate the VGs/LVs recorded as active; mount devfs;
-//         restore loop bindings and NBD exports.
-//   down: refuse if a loop device or mount still uses a device (unless forced); release
-//         loops; stop NBD; unmount devfs; flush and close LVs; export pools.
-// Each step reports what it could not do and the rest still comes up: a missing vdev leaves
-// its pool unavailable, not the whole stack.
+// stack::Stack: one object that owns the live graph of a stack — the pools it has open, the
+// registry of named devices (pool volumes, active LVs), devfs, loop bindings, NBD listeners
+// and background jobs — and brings it up from the state dir, down, and back in line with it.
+// docs/stack.md draws the graph and the state files.
+//
+// Two modes:
+//   kDaemon   the daemon's stack (stack/daemon.h). Up() imports the pools in zpool.cache,
+//             registers their volumes, activates the LVs in lvm/active, mounts devfs and
+//             restores loop bindings, NBD listeners and interrupted pvmoves. Down() releases
+//             in reverse order. A device name resolves to the registered device first.
+//   kOneShot  a command's own stack, with no daemon running: nothing is registered or
+//             mounted; a device opened by name keeps what it needs open (its pool, its PVs)
+//             and releases it when the last reference drops.
+// Each Up() step reports what it could not do and the rest still comes up: a missing vdev
+// leaves its pool unavailable, not the whole stack.
+//
+// Reconcile. The state dir says what should exist (zpool.cache: pools; lvm/active: LVs); the
+// stack holds what does. Commands change disks and state files exactly as they do offline;
+// after each one, Reconcile() imports pools that appeared, drops pools that were exported,
+// registers new volumes and LVs and unregisters removed ones. Devfs follows the registry, so
+// a device shows up as a file the moment it is registered.
+//
+// Threads: Up, Down, Reconcile, Release and the opens run one at a time, on the daemon's
+// request thread or a job holding the serialization (jobs.h); the registry and the pool table
+// have locks of their own for the I/O threads of devfs and NBD.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "cli/cli.h"
+#include "bdev/device_registry.h"
+#include "lvm/lvm.h"
 #include "pool/spa.h"
-#include "stack/daemon.h"
+#include "stack/jobs.h"
+#include "stack/kernel.h"
+#include "stack/pool_cache.h"
+#include "stack/state_dir.h"
 
-namespace volstack::cli {
+namespace volstack::stack {
 
-Status AssembleUp(stack::Daemon& daemon);
-// Makes the live stack match the state dir after a command changed it (see assembly.cc).
-void Reconcile(stack::Daemon& daemon);
-// The pool the daemon of this process holds open, or nullptr (no daemon, or not imported).
-std::shared_ptr<pool::Pool> FindLivePool(const std::string& name);
-Status AssembleDown(stack::Daemon& daemon, bool force);
-// `volstack status` (status.cc): the tree, with the daemon's live view when one runs, else
-// from the state dir, the pools and PV labels read-only, and the kernel.
-int PrintStatus(const Context& ctx, stack::Daemon* daemon);
-// The daemon's live view (empty in a CLI process): pools it could not import and why; the
-// devfs mount point ("" when not mounted).
-std::map<std::string, std::string> UnavailablePools();
-std::string LiveDevfsDir();
-// In the daemon: drops `names` from the registry (flushed) so a verb can destroy them once
-// CheckNotInUse found them free; the next Reconcile registers what still exists. No-op
-// without a daemon.
-void ReleaseFromDaemon(const std::vector<std::string>& names);
+class NbdListeners;
+class OpenFiles;
+class PvmoveJobs;
 
-}  // namespace volstack::cli
+enum class Mode { kOneShot, kDaemon };
+enum class Access { kReadOnly, kReadWrite };
+
+class Stack {
+ public:
+  // Touches nothing: Up() does. `kernel` defaults to the real one (kernel.h); `open_path`,
+  // when set, opens the names that are paths instead of the file opener (tests put
+  // MemoryDevices behind it).
+  struct Options {
+    std::shared_ptr<Kernel> kernel;
+    std::function<Result<bdev::BlockDevicePtr>(const std::string& path, bool read_only)> open_path;
+  };
+  static std::unique_ptr<Stack> Open(StateDir state, Mode mode, Options options = {});
+  ~Stack();
+  Stack(const Stack&) = delete;
+  Stack& operator=(const Stack&) = delete;
+
+  const StateDir& state() const { return state_; }
+  bool live() const { return mode_ == Mode::kDaemon; }
+  bdev::DeviceRegistry& registry() { return registry_; }
+  Kernel& kernel() { return *kernel_; }
+  Jobs& jobs() { return jobs_; }
+  NbdListeners& nbd() { return *nbd_; }
+  PvmoveJobs& pvmoves() { return *pvmoves_; }
+
+  // Brings the stack up from the state dir (see above). The first problem is returned; the
+  // rest of the stack is up regardless.
+  Status Up();
+  // Refuses (EBUSY) while a loop device bound to a devfs file is mounted, unless `force`.
+  // Stops jobs, detaches this stack's loops (still recorded), unmounts devfs, stops NBD,
+  // unregisters and flushes every device, closes the pools.
+  Status Down(bool force);
+  // Makes the live pools and LVs match the state dir (no-op for a one-shot stack).
+  void Reconcile();
+  // Drops `names` from the registry (flushed) so a command can destroy them once it found
+  // them free; the next Reconcile registers what still exists.
+  void Release(const std::vector<std::string>& names);
+
+  // The device named `name` (stack/device_names.cc: paths, remote URIs, pool volumes, LVs).
+  Result<bdev::BlockDevicePtr> OpenDevice(const std::string& name, Access access);
+  // Every volstack device name (pool volumes, then LVs) known to the state dir.
+  std::vector<std::string> ListDeviceNames();
+  std::vector<std::string> ListPoolVolumeNames();
+  // Imports the cached pool `name`, or returns the one open (ENOENT "no such pool").
+  Result<std::shared_ptr<pool::Pool>> OpenPool(const std::string& name, bool read_only);
+  // An LVM session over the devices file, the pool volumes and `extra` names.
+  std::unique_ptr<lvm::Lvm> OpenLvm(bool read_only, const std::vector<std::string>& extra = {});
+
+  // The live view (empty for a one-shot stack): a pool held open by Up; pools it could not
+  // import and why; the devfs mount point ("" when not mounted).
+  std::shared_ptr<pool::Pool> FindLivePool(const std::string& name) const;
+  std::map<std::string, std::string> UnavailablePools() const { return unavailable_; }
+  std::string devfs_dir() const;
+
+  // Ends the daemon that holds this stack once the current request has answered.
+  void RequestStop() { stop_requested_ = true; }
+  bool stop_requested() const { return stop_requested_; }
+
+ private:
+  // Where a name is resolved (device_names.cc): inside an LVM session's scan, and for an LV
+  // lookup. An LV may be a PV of another VG one level deep: the session opened to find an LV
+  // never resolves an LV among its own PVs, and a session inside another does not list the
+  // pool volumes again.
+  struct Lookup {
+    bool in_session = false;
+    bool for_lv = false;
+  };
+  Result<bdev::BlockDevicePtr> Resolve(const std::string& name, bool read_only, Lookup lookup);
+  Result<bdev::BlockDevicePtr> OpenPath(const std::string& path, bool read_only);
+  Result<bdev::BlockDevicePtr> OpenPoolVolume(const std::string& name, bool read_only,
+                                              Lookup lookup);
+  Result<bdev::BlockDevicePtr> OpenLv(const std::string& name, bool read_only, Lookup lookup);
+  std::unique_ptr<lvm::Lvm> OpenLvmAt(bool read_only, const std::vector<std::string>& extra,
+                                      Lookup lookup);
+  std::vector<std::string> ListPoolVolumeNamesAt(Lookup lookup);
+  Result<std::shared_ptr<pool::Pool>> OpenPoolAt(const std::string& name, bool read_only,
+                                                 Lookup lookup);
+  Result<std::shared_ptr<pool::Pool>> ImportCachedPool(const std::string& name, bool read_only,
+                                                       Lookup lookup);
+
+  // stack.cc
+  Stack(StateDir state, Mode mode, Options options);
+  void Register(const std::string& name, bdev::BlockDevicePtr device);
+  void Unregister(const std::string& name);
+  void ReconcilePools();
+  void ReconcileLvs();
+  Status RestoreLoops(bool devfs_fresh);
+  std::vector<exportfs::LoopInfo> OurLoops(const std::string& devfs_dir);
+
+  const StateDir state_;
+  const Mode mode_;
+  const std::shared_ptr<Kernel> kernel_;
+  const Options options_;
+  bdev::DeviceRegistry registry_;
+  OpenPools open_pools_;
+  std::unique_ptr<OpenFiles> open_files_;
+
+  // The live graph (kDaemon).
+  std::map<std::string, std::shared_ptr<pool::Pool>> pools_;
+  std::map<std::string, std::string> unavailable_;  // pool name -> why it is not imported
+  std::set<std::string> registered_;                // names this stack put in the registry
+  std::unique_ptr<DevfsMount> devfs_;
+  Jobs jobs_;
+  std::unique_ptr<NbdListeners> nbd_;
+  std::unique_ptr<PvmoveJobs> pvmoves_;
+  std::atomic<bool> stop_requested_{false};
+};
+
+}  // namespace volstack::stack
