@@ -1,34 +1,48 @@
-// The one device-name resolver (device_names.h): Stack::OpenDevice and its branches.
-//
-// Offline use (no daemon): a returned device keeps what it needs open (its pool, its PVs) and
-// releases it when the last reference drops. Callers Flush() before dropping a device they
-// wrote; the pool commits its transaction group on flush.
-#include "stack/device_names.h"
-
+// The one device-name resolver (Stack::OpenDevice; the names: cli/device_names.h), and the
+// files a stack has open.
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
-#include <algorithm>
-#include <cstdio>
+#include <map>
 #include <memory>
+#include <mutex>
 
+#include "bdev/file_device.h"
 #include "remote/nbd_client_device.h"
-#include "stack/lvm_state.h"
-#include "stack/open_files.h"
 #include "stack/stack.h"
 
 namespace volstack::stack {
 
-std::optional<Result<bdev::BlockDevicePtr>> OpenRemoteDevice(const std::string& name,
-                                                             bool read_only) {
-  if (remote::IsNbdUri(name)) {
-    remote::NbdClientOptions options;
+// One FileDevice per backing file per stack: the exclusive lock is per open file
+// description, so a second open of a file this process already holds (an LV and pvs reading
+// the same PV, a daemon request on a device it serves) must share the first.
+class Stack::OpenFiles {
+ public:
+  Result<bdev::BlockDevicePtr> Open(const std::string& path, bool read_only) {
+    char resolved[PATH_MAX];
+    const std::string key = ::realpath(path.c_str(), resolved) ? resolved : path;
+    std::lock_guard lock(mu_);
+    if (auto it = open_.find(key); it != open_.end()) {
+      if (auto device = it->second.lock()) {
+        if (read_only || !device->read_only()) return device;
+        return Status::Busy(path + " is open read-only in this process");
+      }
+    }
+    bdev::FileDeviceOptions options;
     options.read_only = read_only;
-    auto device = remote::NbdClientDevice::Open(name, options);
-    if (!device.ok()) return device.status();
-    return bdev::BlockDevicePtr(std::move(*device));
+    options.exclusive_lock = !read_only;
+    VS_ASSIGN_OR_RETURN(auto device, bdev::FileDevice::Open(path, options));
+    open_[key] = device;
+    return bdev::BlockDevicePtr(std::move(device));
   }
-  return std::nullopt;
-}
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::weak_ptr<bdev::BlockDevice>> open_;  // GUARDED_BY(mu_)
+};
+
+void Stack::OpenFilesDeleter::operator()(OpenFiles* files) const { delete files; }
 
 Result<bdev::BlockDevicePtr> Stack::OpenDevice(const std::string& name, Access access) {
   return Resolve(name, access == Access::kReadOnly, Lookup{});
@@ -36,6 +50,7 @@ Result<bdev::BlockDevicePtr> Stack::OpenDevice(const std::string& name, Access a
 
 Result<bdev::BlockDevicePtr> Stack::OpenPath(const std::string& path, bool read_only) {
   if (options_.open_path) return options_.open_path(path, read_only);
+  if (!open_files_) open_files_.reset(new OpenFiles);
   return open_files_->Open(path, read_only);
 }
 
@@ -43,8 +58,14 @@ Result<bdev::BlockDevicePtr> Stack::Resolve(const std::string& name, bool read_o
                                             Lookup lookup) {
   if (name.empty()) return Status::InvalidArgument("empty device name");
   if (name.front() == '/' || name.front() == '.') return OpenPath(name, read_only);
-  if (auto remote = OpenRemoteDevice(name, read_only)) return std::move(*remote);
-  // In the daemon, an active device is used as it is: it is already open and exported.
+  // Names with a scheme: devices elsewhere, one block per scheme.
+  if (remote::IsNbdUri(name)) {
+    remote::NbdClientOptions options;
+    options.read_only = read_only;
+    VS_ASSIGN_OR_RETURN(auto device, remote::NbdClientDevice::Open(name, options));
+    return bdev::BlockDevicePtr(std::move(device));
+  }
+  // Inside the daemon, an active device is used as it is: it is already open and exported.
   if (live()) {
     if (auto device = registry_.Find(name)) return device;
   }
@@ -55,138 +76,6 @@ Result<bdev::BlockDevicePtr> Stack::Resolve(const std::string& name, bool read_o
   struct stat st;
   if (::stat(name.c_str(), &st) == 0) return OpenPath(name, read_only);
   return Status::NotFound("no device, pool volume or LV named '" + name + "'");
-}
-
-// "trunk/funk" is a volume of a pool in the state dir's zpool.cache. The pool is imported for
-// the call; the returned device keeps it open and the pool syncs and closes when the last
-// reference drops.
-Result<bdev::BlockDevicePtr> Stack::OpenPoolVolume(const std::string& name, bool read_only,
-                                                   Lookup lookup) {
-  const size_t slash = name.find('/');
-  if (slash == std::string::npos) return Status::NotFound("no pool volume '" + name + "'");
-  auto cached = FindCachedPool(state_.root, name.substr(0, slash));
-  if (!cached.ok() || !cached->has_value()) {
-    return Status::NotFound("no pool volume '" + name + "'");
-  }
-  VS_ASSIGN_OR_RETURN(auto p, OpenPoolAt(name.substr(0, slash), read_only, lookup));
-  pool::OpenVolumeOptions o;
-  o.read_only = read_only;
-  return p->OpenVolume(name, o);
-}
-
-// "vg/lv" is any LV of a VG found on the scanned devices (the devices file and the pool
-// volumes), activated for the caller. The returned LvDevice owns its PV devices, so it stays
-// usable after the scan session is gone.
-Result<bdev::BlockDevicePtr> Stack::OpenLv(const std::string& name, bool read_only, Lookup lookup) {
-  auto [vg, lv] = SplitLvName(name);
-  if (lv.empty() || lv.find('/') != std::string::npos || lookup.for_lv) {
-    return Status::NotFound("no LV '" + name + "'");
-  }
-  auto session = OpenLvmAt(read_only, {}, {.in_session = lookup.in_session, .for_lv = true});
-  lvm::VgHandle* h = session->FindVg(vg);
-  if (!h || !h->vg.FindLv(lv)) return Status::NotFound("no LV '" + name + "'");
-  // The PVs were opened read-only for a read-only caller, so the LV is read-only too.
-  return session->Activate(*h, lv, false);
-}
-
-std::unique_ptr<lvm::Lvm> Stack::OpenLvm(bool read_only, const std::vector<std::string>& extra) {
-  return OpenLvmAt(read_only, extra, Lookup{});
-}
-
-std::unique_ptr<lvm::Lvm> Stack::OpenLvmAt(bool read_only, const std::vector<std::string>& extra,
-                                           Lookup lookup) {
-  std::vector<std::string> names;
-  auto add = [&](const std::string& n) {
-    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-  };
-  for (const auto& n : extra) add(NormalizeDeviceName(n));
-  for (const auto& n : ReadListFile(LvmDevicesPath(state_.root))) add(n);
-  if (!lookup.in_session) {
-    for (const auto& n : ListPoolVolumeNamesAt(lookup)) add(n);
-  }
-  const Lookup inner{.in_session = true, .for_lv = lookup.for_lv};
-  auto opener = [this, inner](const std::string& name, bool ro) {
-    return Resolve(name, ro, inner);
-  };
-  auto lvm = std::make_unique<lvm::Lvm>(opener, read_only);
-  lvm->Scan(names);
-  return lvm;
-}
-
-// A pool that cannot be read is named on stderr, as lvm2 names a device it cannot read: its
-// volumes' PVs are missing from the scan, and a VG on them would otherwise just be "not
-// found", with no hint why.
-std::vector<std::string> Stack::ListPoolVolumeNames() { return ListPoolVolumeNamesAt(Lookup{}); }
-
-std::vector<std::string> Stack::ListPoolVolumeNamesAt(Lookup lookup) {
-  std::vector<std::string> out;
-  auto pools = ReadPoolCache(state_.root);
-  if (!pools.ok()) {
-    std::fprintf(stderr, "  WARNING: pool volumes not scanned: %s\n",
-                 pools.status().message().c_str());
-    return out;
-  }
-  for (const auto& c : *pools) {
-    auto p = OpenPoolAt(c.name, /*read_only=*/true, lookup);
-    if (!p.ok()) {
-      std::fprintf(stderr, "  WARNING: volumes of pool %s not scanned: %s\n", c.name.c_str(),
-                   p.status().message().c_str());
-      continue;
-    }
-    for (const auto& d : (*p)->ListDatasets()) {
-      if (d.type == "volume") out.push_back(d.name);
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> Stack::ListDeviceNames() {
-  std::vector<std::string> names = ListPoolVolumeNames();
-  auto session = OpenLvmAt(true, {}, {.in_session = false, .for_lv = true});
-  for (const auto& h : session->vgs()) {
-    for (const auto& lv : h.vg.lvs) {
-      if (lv.visible()) names.push_back(h.vg.name + "/" + lv.name);
-    }
-  }
-  return names;
-}
-
-Result<std::shared_ptr<pool::Pool>> Stack::OpenPool(const std::string& name, bool read_only) {
-  return OpenPoolAt(name, read_only, Lookup{});
-}
-
-// The lookup goes on to the pool's vdevs: a vdev that is an LV, met while resolving an LV,
-// is not resolved again (a pool on an LV whose PV is that pool's volume ends there).
-Result<std::shared_ptr<pool::Pool>> Stack::OpenPoolAt(const std::string& name, bool read_only,
-                                                      Lookup lookup) {
-  return open_pools_.Open(name, read_only,
-                          [&](bool ro) { return ImportCachedPool(name, ro, lookup); });
-}
-
-Result<std::shared_ptr<pool::Pool>> Stack::ImportCachedPool(const std::string& name, bool read_only,
-                                                            Lookup lookup) {
-  VS_ASSIGN_OR_RETURN(auto entry, FindCachedPool(state_.root, name));
-  if (!entry) return Status::NotFound("cannot open '" + name + "': no such pool");
-  std::vector<bdev::BlockDevicePtr> devs;
-  for (const auto& v : entry->vdevs) {
-    auto d = Resolve(v, read_only, lookup);
-    if (!d.ok()) {
-      return d.status().WithContext("cannot open pool '" + name + "': vdev " + v);
-    }
-    devs.push_back(*d);
-  }
-  pool::PoolImportOptions io;
-  io.expected_guid = entry->guid;  // checked before anything is written to the vdevs
-  io.read_only = read_only;        // no label update, no log replay
-  // A read-only instance lists or scans (zpool list, lvm2's device scan) and is closed by
-  // the same command: a data cache, whose tables are sized by the pool's cachemax, would
-  // cost it more than all it reads.
-  io.tuning.cache_data = !read_only;
-  VS_ASSIGN_OR_RETURN(auto p, pool::Pool::Import(devs, io));
-  if (p->guid() != entry->guid) {
-    return Status::NotFound("cannot open '" + name + "': the vdevs now hold another pool");
-  }
-  return p;
 }
 
 }  // namespace volstack::stack

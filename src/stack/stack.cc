@@ -13,7 +13,6 @@
 #include "export/loop_bindings.h"
 #include "stack/lvm_state.h"
 #include "stack/nbd_listeners.h"
-#include "stack/open_files.h"
 #include "stack/pvmove_jobs.h"
 
 namespace volstack::stack {
@@ -27,7 +26,6 @@ Stack::Stack(StateDir state, Mode mode, Options options)
       mode_(mode),
       kernel_(options.kernel ? options.kernel : SystemKernel()),
       options_(std::move(options)),
-      open_files_(std::make_unique<OpenFiles>()),
       nbd_(std::make_unique<NbdListeners>(*this)),
       pvmoves_(std::make_unique<PvmoveJobs>(*this)) {}
 

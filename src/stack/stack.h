@@ -42,7 +42,6 @@
 namespace volstack::stack {
 
 class NbdListeners;
-class OpenFiles;
 class PvmoveJobs;
 
 enum class Mode { kOneShot, kDaemon };
@@ -140,7 +139,11 @@ class Stack {
   const Options options_;
   bdev::DeviceRegistry registry_;
   OpenPools open_pools_;
-  std::unique_ptr<OpenFiles> open_files_;
+  class OpenFiles;  // device_names.cc
+  struct OpenFilesDeleter {
+    void operator()(OpenFiles* files) const;
+  };
+  std::unique_ptr<OpenFiles, OpenFilesDeleter> open_files_;  // created on first use
 
   // The live graph (kDaemon).
   std::map<std::string, std::shared_ptr<pool::Pool>> pools_;
