@@ -1,8 +1,9 @@
 // DeviceRegistry: the set of active, named devices of one stack ("trunk/funk", "vg0/lv0").
 //
-// The layer that assembles a stack adds the devices it activates (today the CLI: cli/assembly.cc
-// in the daemon, export_devfs.cc and export_nbd.cc for a one-shot devfs or NBD server; the pool
-// and LVM engines never see the registry); exports (devfs, NBD) list them and subscribe to
+// The layer that assembles a stack adds the devices it activates (stack::Stack, stack/stack.cc,
+// in the daemon; cli/export_devfs.cc and cli/export_nbd.cc fill a registry of their own for a
+// one-shot devfs or NBD server; the pool and LVM engines never see a registry); exports (devfs,
+// NBD) list them and subscribe to
 // changes, so a device appears in devfs when activated and disappears when deactivated. Names are
 // slash-separated paths of [A-Za-z0-9._+:-] components.
 //

@@ -3,19 +3,21 @@
 // nbd.json below) are changed under its lock, replaced atomically (util/state_file.h) and
 // validated on read; the rest are the lock, logs and the running daemon's files. They are
 // named here so the layout is visible in one place, with the code that reads and writes each
-// (the pool engine never sees the state dir; lvm's pvmove lock is given the directory):
+// (the pool engine never sees the state dir; lvm's pvmove lock is given the directory). The
+// stack (stack.h) reads them all at `up`; the verbs that change them call the same functions:
 //
-//   lock                flock'd by every writer of the files below
-//   zpool.cache         pools to import and where their vdevs are (cli/pool_common.cc)
-//   lvm/devices         devices to scan for PVs (cli/lvm_common.cc)
-//   lvm/active          VGs/LVs to activate (cli/lvm_common.cc)
-//   loops.json          kernel loop bindings to restore (export/loop_bindings.cc)
-//   nbd.json            NBD exports to restore (format: stack/nbd_state.h; written by
-//                       cli/nbd_listeners.cc)
+//   lock                flock'd by every writer of the files below (util/state_file.h)
+//   zpool.cache         pools to import and where their vdevs are (stack/pool_cache.h)
+//   lvm/devices         devices to scan for PVs (stack/lvm_state.h)
+//   lvm/active          VGs/LVs to activate (stack/lvm_state.h)
+//   loops.json          kernel loop bindings to restore (export/loop_bindings.h; restored by
+//                       stack/stack.cc)
+//   nbd.json            NBD exports to restore (stack/nbd_state.h; written by
+//                       stack/nbd_listeners.cc)
 //   pvmove.<vg>.lock    a running pvmove's lock (lvm/pvmove_lock.h)
 //   pvmove.<vg>.log     a background pvmove's output (cli/lvm_pvmove_verb.cc)
 //   daemon.sock         the daemon's control socket; daemon.pid its PID; daemon.log its
-//                       output (StateDir below, cli/stack_verbs.cc)
+//                       output (StateDir below, stack/daemon.cc, cli/stack_verbs.cc)
 //   dev/                the devfs mount when the state dir is not the default one
 #pragma once
 
