@@ -170,8 +170,9 @@ int RunOrFollow(const Context& ctx, lvm::Lvm& session, const std::string& vg, co
     o.progress = [&](const lvm::MoveProgress& p) {
       printer.Update(p);
       if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-      if (stop_after && p.done_bytes >= stop_after && !p.finished) lvm::StopMove(vg);
-      if (g_stop_signal) lvm::StopMove(vg);
+      if (stop_after && p.done_bytes >= stop_after && !p.finished)
+        lvm::StopMove(vg, &session.activations());
+      if (g_stop_signal) lvm::StopMove(vg, &session.activations());
     };
     struct sigaction sa {
     }, old_term{}, old_int{};

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "lvm/activations.h"
 #include "lvm/mirror_gate.h"
 
 namespace volstack::lvm {
@@ -144,15 +145,8 @@ Status CheckChunks(const VolumeGroup& vg, const LogicalVolume& lv,
   return Status::Ok();
 }
 
-// The process's live LVs, for RemapLiveLvs.
-struct LiveTable {
-  std::mutex mu;
-  std::multimap<std::string, std::weak_ptr<LvDevice>> lvs;  // vg_id + lv_id -> device
-};
-
-LiveTable& Live() {
-  static LiveTable* t = new LiveTable;
-  return *t;
+Activations& ActivationsOf(Activations* activations) {
+  return activations ? *activations : *Activations::Default();
 }
 
 }  // namespace
@@ -182,14 +176,15 @@ Result<std::shared_ptr<LvDevice>> LvDevice::Create(const VolumeGroup& vg,
                                                    const LvActivation& activation) {
   const LogicalVolume* lv = vg.FindLv(lv_name);
   if (!lv) return Status::NotFound("no LV " + vg.name + "/" + lv_name);
-  VS_ASSIGN_OR_RETURN(auto dev, CreateLvDevice(vg, *lv, pv_devs, activation, 0));
-  std::lock_guard lock(Live().mu);
-  auto& lvs = Live().lvs;
-  for (auto it = lvs.begin(); it != lvs.end();) {  // drop entries of destroyed devices
-    it = it->second.expired() ? lvs.erase(it) : std::next(it);
-  }
-  lvs.emplace(vg.id + lv->id, dev);
+  LvActivation act = activation;
+  if (!act.activations) act.activations = Activations::Default();
+  VS_ASSIGN_OR_RETURN(auto dev, CreateLvDevice(vg, *lv, pv_devs, act, 0));
+  act.activations->AddLive(vg.id + lv->id, dev);
   return dev;
+}
+
+MirrorGate& LvDevice::Gate() const {
+  return activation_.activations ? activation_.activations->gate() : MirrorGate::Global();
 }
 
 LvDevice::LvDevice(std::string name, const bdev::Geometry& geometry, std::vector<MapEntry> map,
@@ -327,7 +322,7 @@ Status LvDevice::ForEachPiece(const Map& map, uint64_t offset, uint64_t length, 
     if (e.chunk == 0) {
       if (e.mirror && all_legs) {
         std::optional<MirrorWriteGuard> guard;
-        if (!e.gate_pv.empty()) guard.emplace(e.gate_pv, e.gate_offset + r, piece);
+        if (!e.gate_pv.empty()) guard.emplace(Gate(), e.gate_pv, e.gate_offset + r, piece);
         for (const Target& t : e.areas) VS_RETURN_IF_ERROR(fn(t, t.offset + r, done, piece));
       } else {
         const Target& t = e.areas[0];
@@ -468,20 +463,16 @@ Result<std::vector<bdev::AllocationExtent>> LvDevice::DoQueryAllocation(uint64_t
 }
 
 std::vector<std::shared_ptr<LvDevice>> FindLiveLvs(const std::string& vg_id,
-                                                   const std::string& lv_id) {
-  std::vector<std::shared_ptr<LvDevice>> out;
-  std::lock_guard lock(Live().mu);
-  auto [b, e] = Live().lvs.equal_range(vg_id + lv_id);
-  for (auto it = b; it != e; ++it) {
-    if (auto d = it->second.lock()) out.push_back(std::move(d));
-  }
-  return out;
+                                                   const std::string& lv_id,
+                                                   Activations* activations) {
+  return ActivationsOf(activations).FindLive(vg_id + lv_id);
 }
 
-Status RemapLiveLvs(const VolumeGroup& vg, const std::vector<bdev::BlockDevicePtr>& pv_devs) {
+Status RemapLiveLvs(const VolumeGroup& vg, const std::vector<bdev::BlockDevicePtr>& pv_devs,
+                    Activations* activations) {
   std::vector<std::shared_ptr<LvDevice>> devs;
   for (const auto& lv : vg.lvs) {
-    for (auto& d : FindLiveLvs(vg.id, lv.id)) devs.push_back(std::move(d));
+    for (auto& d : FindLiveLvs(vg.id, lv.id, activations)) devs.push_back(std::move(d));
   }
   Status first;
   for (const auto& d : devs) {

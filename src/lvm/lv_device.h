@@ -60,9 +60,15 @@
 
 namespace volstack::lvm {
 
+class Activations;
+class MirrorGate;
+
 struct LvActivation {
   bool partial = false;  // map areas on missing PVs to EIO instead of refusing
   bool read_only = false;
+  // Where the device is live and which mirror gate its writes take (activations.h); null:
+  // Activations::Default().
+  std::shared_ptr<Activations> activations;
 };
 
 // The tag an --atomic pvmove puts on its pvmove LV: every incomplete segment is mirrored.
@@ -165,19 +171,23 @@ class LvDevice final : public bdev::BlockDevice {
   std::atomic<uint64_t> generation_{0};
   std::string vg_id_, lv_id_;
   LvActivation activation_;
+  // The gate mirrored writes take: activation_'s Activations'.
+  MirrorGate& Gate() const;
 
   friend Result<std::shared_ptr<LvDevice>> CreateLvDevice(const VolumeGroup&, const LogicalVolume&,
                                                           const std::vector<bdev::BlockDevicePtr>&,
                                                           const LvActivation&, int);
 };
 
-// Remaps every live LvDevice (made by LvDevice::Create in this process) of `vg` from its
-// committed metadata; `pv_devs` parallel to vg.pvs. LVs no longer in `vg` keep their map.
-// Returns the first error, naming the LV.
-Status RemapLiveLvs(const VolumeGroup& vg, const std::vector<bdev::BlockDevicePtr>& pv_devs);
+// Remaps every live LvDevice (made by LvDevice::Create under `activations`; null:
+// Activations::Default()) of `vg` from its committed metadata; `pv_devs` parallel to
+// vg.pvs. LVs no longer in `vg` keep their map. Returns the first error, naming the LV.
+Status RemapLiveLvs(const VolumeGroup& vg, const std::vector<bdev::BlockDevicePtr>& pv_devs,
+                    Activations* activations = nullptr);
 
-// The live LvDevices of LV `lv_id` of VG `vg_id` in this process.
+// The live LvDevices of LV `lv_id` of VG `vg_id` under `activations` (null: the default).
 std::vector<std::shared_ptr<LvDevice>> FindLiveLvs(const std::string& vg_id,
-                                                   const std::string& lv_id);
+                                                   const std::string& lv_id,
+                                                   Activations* activations = nullptr);
 
 }  // namespace volstack::lvm

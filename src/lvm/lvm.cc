@@ -37,7 +37,10 @@ ExportInfo MakeExportInfo(const std::string& description) {
   return info;
 }
 
-Lvm::Lvm(DeviceOpener opener, bool read_only) : opener_(std::move(opener)), read_only_(read_only) {}
+Lvm::Lvm(DeviceOpener opener, bool read_only, std::shared_ptr<Activations> activations)
+    : opener_(std::move(opener)),
+      read_only_(read_only),
+      activations_(activations ? std::move(activations) : Activations::Default()) {}
 Lvm::~Lvm() = default;
 
 Result<Pv*> Lvm::AddDevice(const std::string& name) {
@@ -193,10 +196,9 @@ Status Lvm::Commit(VolumeGroup vg, const std::string& description,
   int mdas = 0;
   for (Pv* pv : members) mdas += static_cast<int>(pv->mdas().size());
   if (mdas == 0) return Status::InvalidArgument("VG " + vg.name + ": no metadata areas");
-  // Sessions in one process (the daemon's requests and its pvmove job) commit one at a time,
+  // Sessions of one stack (the daemon's requests and its pvmove job) commit one at a time,
   // and never on top of metadata newer than the copy they changed.
-  static std::mutex* commit_mu = new std::mutex;
-  std::lock_guard commit_lock(*commit_mu);
+  std::lock_guard commit_lock(activations_->commit_mu());
   if (!vg.id.empty() && vg.seqno > 0) {
     uint32_t newest = 0;
     for (Pv* pv : members) {
@@ -246,7 +248,7 @@ Status Lvm::Commit(VolumeGroup vg, const std::string& description,
   if (VgHandle* h = FindVg(vg.name)) {
     std::vector<bdev::BlockDevicePtr> devs;
     for (Pv* pv : h->pvs) devs.push_back(pv ? pv->dev() : nullptr);
-    Status remap = RemapLiveLvs(h->vg, devs);
+    Status remap = RemapLiveLvs(h->vg, devs, activations_.get());
     if (!remap.ok())
       return remap.WithContext("metadata committed, but an active LV did not follow");
   }
@@ -321,6 +323,7 @@ Result<bdev::BlockDevicePtr> Lvm::Activate(VgHandle& handle, const std::string& 
   std::vector<bdev::BlockDevicePtr> devs;
   for (Pv* pv : handle.pvs) devs.push_back(pv ? pv->dev() : nullptr);
   LvActivation act;
+  act.activations = activations_;
   act.partial = partial;
   VS_ASSIGN_OR_RETURN(auto dev, LvDevice::Create(handle.vg, lv_name, devs, act));
   return bdev::BlockDevicePtr(std::move(dev));

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "bdev/block_device.h"
+#include "lvm/activations.h"
 #include "lvm/metadata.h"
 #include "lvm/pv.h"
 
@@ -68,7 +69,9 @@ struct ScanError {
 
 class Lvm {
  public:
-  Lvm(DeviceOpener opener, bool read_only);
+  // `activations` are those of the stack the session belongs to (activations.h); null:
+  // Activations::Default().
+  Lvm(DeviceOpener opener, bool read_only, std::shared_ptr<Activations> activations = nullptr);
   ~Lvm();
 
   // Opens and probes each name (duplicates and devices without a label skipped; labels or
@@ -119,6 +122,7 @@ class Lvm {
 
   // Opens every device read-write again (after a read-only scan) before a write.
   bool read_only() const { return read_only_; }
+  Activations& activations() { return *activations_; }
 
   // Re-reads every PV's metadata areas and re-assembles the VGs: another session in this
   // process (a running pvmove) may have committed since this one scanned.
@@ -129,6 +133,7 @@ class Lvm {
 
   DeviceOpener opener_;
   bool read_only_;
+  std::shared_ptr<Activations> activations_;
   std::vector<std::unique_ptr<Pv>> pvs_;
   std::vector<ScanError> scan_errors_;
   std::vector<VgHandle> vgs_;

@@ -382,7 +382,7 @@ TEST(LvDeviceTest, PatternShowsEveryPieceLandsRight) {
   auto missing = devs;
   missing[2] = nullptr;
   EXPECT_FALSE(LvDevice::Create(vg, "x", missing).ok());
-  auto partial = LvDevice::Create(vg, "x", missing, {true, false});
+  auto partial = LvDevice::Create(vg, "x", missing, {true, false, nullptr});
   ASSERT_TRUE(partial.ok());
   std::vector<uint8_t> b(512);
   uint64_t bad_off = 0;

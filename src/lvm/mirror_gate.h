@@ -14,7 +14,8 @@
 // device object, so every activation of the LV in the process (and a copier that opened the
 // PV through another handle) meets on the same key.
 //
-// Threads: every method is safe from any thread. Global() is one gate per process.
+// Threads: every method is safe from any thread. A stack's LVs share the gate of their
+// lvm::Activations (activations.h); Global() is the one of Activations::Default().
 #pragma once
 
 #include <chrono>
@@ -70,15 +71,16 @@ class MirrorGate {
 // RAII holder of a shared write range.
 class MirrorWriteGuard {
  public:
-  MirrorWriteGuard(const std::string& pv, uint64_t offset, uint64_t length)
-      : pv_(pv), offset_(offset), length_(length) {
-    MirrorGate::Global().BeginWrite(pv_, offset_, length_);
+  MirrorWriteGuard(MirrorGate& gate, const std::string& pv, uint64_t offset, uint64_t length)
+      : gate_(gate), pv_(pv), offset_(offset), length_(length) {
+    gate_.BeginWrite(pv_, offset_, length_);
   }
-  ~MirrorWriteGuard() { MirrorGate::Global().EndWrite(pv_, offset_, length_); }
+  ~MirrorWriteGuard() { gate_.EndWrite(pv_, offset_, length_); }
   MirrorWriteGuard(const MirrorWriteGuard&) = delete;
   MirrorWriteGuard& operator=(const MirrorWriteGuard&) = delete;
 
  private:
+  MirrorGate& gate_;
   const std::string& pv_;
   uint64_t offset_, length_;
 };

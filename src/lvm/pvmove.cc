@@ -46,56 +46,48 @@
 #include <memory>
 #include <mutex>
 
+#include "lvm/activations.h"
 #include "lvm/lv_device.h"
 #include "lvm/pvmove_copy.h"
 
 namespace volstack::lvm {
 
-namespace {
-
-struct Running {
+struct RunningMove {
   std::atomic<bool> stop{false};
-  MoveProgress progress;  // GUARDED_BY(Moves::mu)
+  MoveProgress progress;  // GUARDED_BY(Activations::Moves::mu)
 };
 
-struct Moves {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<std::string, std::shared_ptr<Running>> by_vg;
-};
-
-Moves& TheMoves() {
-  static Moves* m = new Moves;
-  return *m;
-}
+namespace {
 
 // Registers a running move for the lifetime of the object.
 class MoveSlot {
  public:
-  static Result<std::unique_ptr<MoveSlot>> Take(const std::string& vg) {
-    std::lock_guard lock(TheMoves().mu);
-    if (TheMoves().by_vg.count(vg)) {
+  static Result<std::unique_ptr<MoveSlot>> Take(Activations::Moves& moves, const std::string& vg) {
+    std::lock_guard lock(moves.mu);
+    if (moves.by_vg.count(vg)) {
       return Status::Busy("a pvmove is already running on volume group " + vg);
     }
-    auto r = std::make_shared<Running>();
-    TheMoves().by_vg[vg] = r;
-    return std::unique_ptr<MoveSlot>(new MoveSlot(vg, r));
+    auto r = std::make_shared<RunningMove>();
+    moves.by_vg[vg] = r;
+    return std::unique_ptr<MoveSlot>(new MoveSlot(moves, vg, r));
   }
   ~MoveSlot() {
-    std::lock_guard lock(TheMoves().mu);
-    TheMoves().by_vg.erase(vg_);
-    TheMoves().cv.notify_all();
+    std::lock_guard lock(moves_.mu);
+    moves_.by_vg.erase(vg_);
+    moves_.cv.notify_all();
   }
   bool stopped() const { return running_->stop.load(); }
   void Publish(const MoveProgress& p) {
-    std::lock_guard lock(TheMoves().mu);
+    std::lock_guard lock(moves_.mu);
     running_->progress = p;
   }
 
  private:
-  MoveSlot(std::string vg, std::shared_ptr<Running> r) : vg_(std::move(vg)), running_(r) {}
+  MoveSlot(Activations::Moves& moves, std::string vg, std::shared_ptr<RunningMove> r)
+      : moves_(moves), vg_(std::move(vg)), running_(r) {}
+  Activations::Moves& moves_;
   std::string vg_;
-  std::shared_ptr<Running> running_;
+  std::shared_ptr<RunningMove> running_;
 };
 
 // Commits change(copy of the VG); when another session of this process committed first
@@ -119,7 +111,7 @@ uint64_t SegBytes(const VolumeGroup& vg, const Segment& s) {
 }  // namespace
 
 Status RunMove(Lvm& lvm, const std::string& vg_name, const MoveOptions& options) {
-  VS_ASSIGN_OR_RETURN(auto slot, MoveSlot::Take(vg_name));
+  VS_ASSIGN_OR_RETURN(auto slot, MoveSlot::Take(lvm.activations().moves(), vg_name));
   auto commit = [&](const std::function<Status(VolumeGroup&)>& change, const std::string& desc) {
     auto step = [&] { return CommitChange(lvm, vg_name, change, desc); };
     return options.serialize ? options.serialize(step) : step();
@@ -177,6 +169,7 @@ Status RunMove(Lvm& lvm, const std::string& vg_name, const MoveOptions& options)
       c.dst_offset = doff;
       c.length = SegBytes(h->vg, seg);
       c.gate_pv = gate_pv;
+      c.gate = &lvm.activations().gate();
       c.region_bytes = options.region_bytes;
       c.depth = options.depth;
       c.flush_behind_bytes = options.flush_behind_bytes;
@@ -207,20 +200,22 @@ Status RunMove(Lvm& lvm, const std::string& vg_name, const MoveOptions& options)
   }
 }
 
-bool StopMove(const std::string& vg_name) {
-  std::lock_guard lock(TheMoves().mu);
-  auto it = TheMoves().by_vg.find(vg_name);
-  if (it == TheMoves().by_vg.end()) return false;
+bool StopMove(const std::string& vg_name, Activations* activations) {
+  auto& moves = (activations ? *activations : *Activations::Default()).moves();
+  std::lock_guard lock(moves.mu);
+  auto it = moves.by_vg.find(vg_name);
+  if (it == moves.by_vg.end()) return false;
   it->second->stop = true;
   return true;
 }
 
 Status AbortMove(Lvm& lvm, const std::string& vg_name) {
-  if (StopMove(vg_name)) {
-    std::unique_lock lock(TheMoves().mu);
-    TheMoves().cv.wait(lock, [&] { return !TheMoves().by_vg.count(vg_name); });
+  auto& moves = lvm.activations().moves();
+  if (StopMove(vg_name, &lvm.activations())) {
+    std::unique_lock lock(moves.mu);
+    moves.cv.wait(lock, [&] { return !moves.by_vg.count(vg_name); });
   }
-  VS_ASSIGN_OR_RETURN(auto slot, MoveSlot::Take(vg_name));
+  VS_ASSIGN_OR_RETURN(auto slot, MoveSlot::Take(moves, vg_name));
   VS_RETURN_IF_ERROR(lvm.Reload());
   VgHandle* h = lvm.FindVg(vg_name);
   if (!h) return Status::NotFound("Volume group \"" + vg_name + "\" not found");
@@ -232,10 +227,11 @@ Status AbortMove(Lvm& lvm, const std::string& vg_name) {
       "Write from pvmove --abort.");
 }
 
-std::optional<MoveProgress> LiveMoveProgress(const std::string& vg_name) {
-  std::lock_guard lock(TheMoves().mu);
-  auto it = TheMoves().by_vg.find(vg_name);
-  if (it == TheMoves().by_vg.end()) return std::nullopt;
+std::optional<MoveProgress> LiveMoveProgress(const std::string& vg_name, Activations* activations) {
+  auto& moves = (activations ? *activations : *Activations::Default()).moves();
+  std::lock_guard lock(moves.mu);
+  auto it = moves.by_vg.find(vg_name);
+  if (it == moves.by_vg.end()) return std::nullopt;
   return it->second->progress;
 }
 

@@ -111,11 +111,12 @@ Status RunMove(Lvm& lvm, const std::string& vg_name, const MoveOptions& options 
 // this process is stopped first. `lvm` is reloaded before the change.
 Status AbortMove(Lvm& lvm, const std::string& vg_name);
 
-// Asks a RunMove on `vg_name` in this process to stop at the next region; returns at once.
-// False if none runs.
-bool StopMove(const std::string& vg_name);
+// Asks a RunMove on `vg_name` under `activations` (those of the Lvm it runs on; null:
+// Activations::Default()) to stop at the next region; returns at once. False if none runs.
+bool StopMove(const std::string& vg_name, Activations* activations = nullptr);
 
-// The progress of the move RunMove is running on `vg_name` in this process, if any.
-std::optional<MoveProgress> LiveMoveProgress(const std::string& vg_name);
+// The progress of the move RunMove is running on `vg_name` under `activations`, if any.
+std::optional<MoveProgress> LiveMoveProgress(const std::string& vg_name,
+                                             Activations* activations = nullptr);
 
 }  // namespace volstack::lvm

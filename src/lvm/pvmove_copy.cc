@@ -67,7 +67,7 @@ class Pipeline {
     if (result.ok() && !flush_status_.ok()) result = flush_status_;
     // Regions the reader queued that were never written.
     for (const Region& r : queue_) {
-      MirrorGate::Global().EndCopy(c_.gate_pv, c_.dst_offset + r.offset, r.length);
+      Gate().EndCopy(c_.gate_pv, c_.dst_offset + r.offset, r.length);
     }
     queue_.clear();
     return result;
@@ -87,7 +87,7 @@ class Pipeline {
         free_.pop_front();
       }
       if (o > 0 && c_.between_regions) c_.between_regions();
-      MirrorGate::Global().BeginCopy(c_.gate_pv, c_.dst_offset + o, r.length);
+      Gate().BeginCopy(c_.gate_pv, c_.dst_offset + o, r.length);
       r.status = ReadRegion(r);
       const bool failed = !r.status.ok();
       o += r.length;
@@ -181,7 +181,7 @@ class Pipeline {
         queue_.pop_front();
       }
       Status s = r.status.ok() ? WriteRegion(r) : r.status;
-      MirrorGate::Global().EndCopy(c_.gate_pv, c_.dst_offset + r.offset, r.length);
+      Gate().EndCopy(c_.gate_pv, c_.dst_offset + r.offset, r.length);
       unflushed += r.length;
       const uint64_t every = file_fd_ >= 0 ? kFileWritebackBytes : c_.flush_behind_bytes;
       const bool flush = c_.flush_behind_bytes > 0 && unflushed >= every;
@@ -203,6 +203,8 @@ class Pipeline {
     }
     return Status::Ok();
   }
+
+  MirrorGate& Gate() const { return c_.gate ? *c_.gate : MirrorGate::Global(); }
 
   const SegmentCopy& c_;
   std::vector<std::vector<uint8_t>> buffers_;

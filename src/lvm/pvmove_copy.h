@@ -23,6 +23,7 @@
 #include <string>
 
 #include "bdev/block_device.h"
+#include "lvm/mirror_gate.h"
 
 namespace volstack::lvm {
 
@@ -32,7 +33,8 @@ struct SegmentCopy {
   bdev::BlockDevicePtr dst;
   uint64_t dst_offset = 0;
   uint64_t length = 0;
-  std::string gate_pv;  // the MirrorGate key: the destination PV's UUID
+  std::string gate_pv;         // the MirrorGate key: the destination PV's UUID
+  MirrorGate* gate = nullptr;  // the LV's (Activations::gate()); null: MirrorGate::Global()
 
   uint64_t region_bytes = 1 << 20;  // held in the gate and copied as one piece
   int depth = 2;                    // regions in flight (2: double buffering; 1: serial)

@@ -124,7 +124,7 @@ TEST(PvmoveCopyTest, RacingMirroredWritesSurvive) {
     while (!done) {
       for (auto& x : b) x = static_cast<uint8_t>(rng());
       const uint64_t off = (rng() % (len / 4096)) * 4096;
-      MirrorWriteGuard g(c.gate_pv, c.dst_offset + off, b.size());
+      MirrorWriteGuard g(MirrorGate::Global(), c.gate_pv, c.dst_offset + off, b.size());
       ASSERT_TRUE(src->Write(c.src_offset + off, b).ok());
       ASSERT_TRUE(dst->Write(c.dst_offset + off, b).ok());
       writes++;

@@ -35,8 +35,8 @@ Result<std::shared_ptr<MoveJob>> PvmoveJobs::Ensure(const std::string& vg) {
               })
               .IgnoreError();
           lvm::MoveOptions o;
-          o.progress = [job](const lvm::MoveProgress& p) {
-            if (job->stop) lvm::StopMove(p.vg);
+          o.progress = [job, s](const lvm::MoveProgress& p) {
+            if (job->stop) lvm::StopMove(p.vg, &s->activations());
             std::lock_guard l(job->mu);
             job->progress = p;
             job->have_progress = true;
@@ -63,9 +63,9 @@ Result<std::shared_ptr<MoveJob>> PvmoveJobs::Ensure(const std::string& vg) {
         job->status = st;
         job->cv.notify_all();
       },
-      [job, vg] {
+      [job, vg, s] {
         job->stop = true;
-        lvm::StopMove(vg);
+        lvm::StopMove(vg, &s->activations());
       }));
   jobs_[vg] = job;
   return job;
@@ -81,7 +81,7 @@ void PvmoveJobs::Stop(const std::string& vg) {
   job->stop = true;
   Jobs::ReleaseSerialization();
   for (;;) {
-    lvm::StopMove(vg);  // again: the job may have reached RunMove since
+    lvm::StopMove(vg, &stack_.activations());  // again: the job may have reached RunMove since
     std::unique_lock l(job->mu);
     if (job->cv.wait_for(l, std::chrono::milliseconds(50), [&] { return job->done; })) break;
   }

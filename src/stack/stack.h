@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "bdev/device_registry.h"
+#include "lvm/activations.h"
 #include "lvm/lvm.h"
 #include "pool/spa.h"
 #include "stack/jobs.h"
@@ -68,6 +69,8 @@ class Stack {
   Jobs& jobs() { return jobs_; }
   NbdListeners& nbd() { return *nbd_; }
   PvmoveJobs& pvmoves() { return *pvmoves_; }
+  // What the stack's LVM sessions share (live LVs, the mirror gate, running moves).
+  lvm::Activations& activations() { return *activations_; }
 
   // Brings the stack up from the state dir (see above). The first problem is returned; the
   // rest of the stack is up regardless.
@@ -139,6 +142,7 @@ class Stack {
   const Options options_;
   bdev::DeviceRegistry registry_;
   OpenPools open_pools_;
+  const std::shared_ptr<lvm::Activations> activations_ = std::make_shared<lvm::Activations>();
   class OpenFiles;  // device_names.cc
   struct OpenFilesDeleter {
     void operator()(OpenFiles* files) const;

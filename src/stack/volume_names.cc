@@ -60,7 +60,7 @@ std::unique_ptr<lvm::Lvm> Stack::OpenLvmAt(bool read_only, const std::vector<std
   auto opener = [this, inner](const std::string& name, bool ro) {
     return Resolve(name, ro, inner);
   };
-  auto lvm = std::make_unique<lvm::Lvm>(opener, read_only);
+  auto lvm = std::make_unique<lvm::Lvm>(opener, read_only, activations_);
   lvm->Scan(names);
   return lvm;
 }
