@@ -17,7 +17,7 @@ namespace {
 using std::chrono_literals::operator""ms;
 
 // A job doing serialized steps never runs one while a request runs; a request that releases
-// the serialization (the pvmove follower) lets the job go on; StopJobs inside a request does
+// the serialization (the pvmove follower) lets the job go on; StopAll inside a request does
 // not deadlock with a job waiting for the serialization.
 TEST(DaemonTest, JobsAndRequestsShareTheSerialization) {
   char tmpl[] = "/tmp/volstack-daemon-XXXXXX";
