@@ -20,9 +20,11 @@ packages=(
   cmake g++ make pkg-config clang-format python3
   libfuse3-dev liburing-dev libxxhash-dev liblz4-dev libzstd-dev libssl-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libgnutls28-dev libnbd-dev
+  libgnutls28-dev libnbd-dev librbd-dev librados-dev
   # real programs the integration tests and the bench drive
   fuse3 lvm2 util-linux xfsprogs dbench nbdkit libnbd-bin qemu-utils fio gnutls-bin
+  # a throwaway Ceph cluster for the RBD tests (scripts/ceph-test-cluster.sh)
+  ceph-mon ceph-osd ceph-common uuid-runtime
 )
 
 missing=()
