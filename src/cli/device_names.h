@@ -6,6 +6,7 @@
 //   vg0/lv0                            an LV (its VG is read from its PVs and the LV activated)
 //   nbd://HOST[:PORT]/EXPORT           an export of an NBD server (remote/nbd_client_device.h;
 //   nbd+unix:///EXPORT?socket=PATH     libnbd's URIs, nbds:// with TLS)
+//   rbd:POOL/IMAGE[:conf=PATH][:id=U]  a Ceph RBD image (remote/rbd_device.h)
 //
 // A name that starts with '/' or '.' is always a path. Otherwise a name whose first component
 // is a known pool or VG is a volstack device; anything else is tried as a path. One resolver

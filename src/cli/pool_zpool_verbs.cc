@@ -15,7 +15,7 @@
 #include "cli/verbs.h"
 #include "pool/memory_bounds.h"
 #include "pool/vdev.h"
-#include "remote/nbd_client_device.h"
+#include "remote/remote_device.h"
 #include "util/state_file.h"
 
 namespace volstack::cli {
@@ -322,10 +322,8 @@ std::vector<std::pair<std::string, bdev::BlockDevicePtr>> ScanDirs(
     std::error_code ec;
     std::vector<std::string> paths;
     struct stat st;
-    if (remote::IsNbdUri(dir)) {  // an NBD export is scanned as the one device it is
-      remote::NbdClientOptions o;
-      o.read_only = true;
-      auto d = remote::NbdClientDevice::Open(dir, o);
+    if (remote::IsRemoteDeviceName(dir)) {  // an NBD export or RBD image is one device
+      auto d = remote::OpenRemoteDevice(dir, true);
       if (d.ok()) {
         out.emplace_back(dir, *d);
       } else {
@@ -379,7 +377,7 @@ int ZpoolImport(Context& ctx, ImportArgs a) {
   if (dirs.empty()) dirs.push_back("/dev");
   if (args.size() > 1) return ReportUsage("zpool import: renaming on import is not supported");
   for (const auto& d : dirs) {
-    if (!remote::IsNbdUri(d) && !std::filesystem::exists(d)) {
+    if (!remote::IsRemoteDeviceName(d) && !std::filesystem::exists(d)) {
       return ReportUsage("zpool import: cannot open '" + d + "'");
     }
   }

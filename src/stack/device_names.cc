@@ -9,7 +9,7 @@
 #include <mutex>
 
 #include "bdev/file_device.h"
-#include "remote/nbd_client_device.h"
+#include "remote/remote_device.h"
 #include "stack/stack.h"
 
 namespace volstack::stack {
@@ -58,13 +58,8 @@ Result<bdev::BlockDevicePtr> Stack::Resolve(const std::string& name, bool read_o
                                             Lookup lookup) {
   if (name.empty()) return Status::InvalidArgument("empty device name");
   if (name.front() == '/' || name.front() == '.') return OpenPath(name, read_only);
-  // Names with a scheme: devices elsewhere, one block per scheme.
-  if (remote::IsNbdUri(name)) {
-    remote::NbdClientOptions options;
-    options.read_only = read_only;
-    VS_ASSIGN_OR_RETURN(auto device, remote::NbdClientDevice::Open(name, options));
-    return bdev::BlockDevicePtr(std::move(device));
-  }
+  // Names with a scheme: devices elsewhere (NBD exports, RBD images; remote/remote_device.h).
+  if (remote::IsRemoteDeviceName(name)) return remote::OpenRemoteDevice(name, read_only);
   // Inside the daemon, an active device is used as it is: it is already open and exported.
   if (live()) {
     if (auto device = registry_.Find(name)) return device;

@@ -1,0 +1,20 @@
+// Remote device names, one entry point for the resolvers that turn user-typed names into
+// devices: NBD URIs (nbd_client_device.h) and Ceph RBD names (rbd_device.h).
+#pragma once
+
+#include <string>
+
+#include "bdev/block_device.h"
+
+namespace volstack::remote {
+
+// True for nbd://, nbds://, nbd+unix://, nbds+unix:// and rbd: names.
+bool IsRemoteDeviceName(const std::string& name);
+
+// Opens the remote device `name`. An RBD image already open in this process under the same
+// name is shared (a second librbd handle on one image in one process would make its writers
+// trade librbd's exclusive lock back and forth); a read-write request for an image open
+// read-only is EBUSY.
+Result<bdev::BlockDevicePtr> OpenRemoteDevice(const std::string& name, bool read_only);
+
+}  // namespace volstack::remote
