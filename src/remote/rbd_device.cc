@@ -25,7 +25,9 @@
 // rados_osd_op_timeout, which we set to 30 s (Ceph's default is to wait forever, which would
 // hang the daemon behind a dead OSD) unless the device name sets it. Connecting waits at most
 // client_mount_timeout, 10 s unless the name sets it, so an `up` with the cluster down
-// reports the device unavailable instead of hanging for Ceph's 300 s.
+// reports the device unavailable instead of hanging for Ceph's 300 s; a failed connect is
+// remembered for 30 s, during which opening any image of that cluster fails at once with the
+// same reason (later opens, e.g. the daemon's next attempt, connect afresh).
 //
 // Simplifications: no image-level exclusive locking beyond librbd's own (two processes may
 // open one image read-write; librbd's exclusive-lock feature keeps each write atomic but not
@@ -33,6 +35,7 @@
 #include "remote/rbd_device.h"
 
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -148,12 +151,32 @@ std::map<std::string, std::weak_ptr<RbdDevice::Cluster>>& Clusters() {
   return *clusters;
 }
 
+// Connects that failed recently, per cluster key: every device of a cluster that is down
+// would otherwise wait client_mount_timeout again (an `up` opens each vdev more than once).
+struct FailedConnect {
+  std::chrono::steady_clock::time_point at;
+  int code;
+  std::string reason;
+};
+constexpr auto kRetryConnectAfter = std::chrono::seconds(30);
+std::map<std::string, FailedConnect>& FailedConnects() {
+  static auto* failed = new std::map<std::string, FailedConnect>;  // GUARDED_BY(clusters_mu)
+  return *failed;
+}
+
 Result<std::shared_ptr<RbdDevice::Cluster>> ConnectCluster(const RbdName& n,
                                                            const std::string& device) {
   std::string key = n.conf + '\0' + n.id;
   for (const auto& [k, v] : n.options) key += '\0' + k + '=' + v;
   std::lock_guard lock(clusters_mu);
   if (auto c = Clusters()[key].lock()) return c;
+  auto& failed = FailedConnects();
+  if (auto it = failed.find(key); it != failed.end()) {
+    if (std::chrono::steady_clock::now() - it->second.at < kRetryConnectAfter) {
+      return Status::FromErrno(it->second.code, device + ": " + it->second.reason);
+    }
+    failed.erase(it);
+  }
 
   rados_t r = nullptr;
   int ret = rados_create(&r, n.id.empty() ? nullptr : n.id.c_str());
@@ -179,10 +202,12 @@ Result<std::shared_ptr<RbdDevice::Cluster>> ConnectCluster(const RbdName& n,
   }
   ret = rados_connect(r);
   if (ret < 0) {
-    return Status::FromErrno(-ret == ETIMEDOUT ? ETIMEDOUT : EIO,
-                             device + ": cannot connect to the Ceph cluster" +
-                                 (n.conf.empty() ? std::string() : " of " + n.conf) + ": " +
-                                 ErrnoText(ret));
+    const int code = -ret == ETIMEDOUT ? ETIMEDOUT : EIO;
+    const std::string reason = "cannot connect to the Ceph cluster" +
+                               (n.conf.empty() ? std::string() : " of " + n.conf) + ": " +
+                               ErrnoText(ret);
+    failed[key] = {std::chrono::steady_clock::now(), code, reason};
+    return Status::FromErrno(code, device + ": " + reason);
   }
   Clusters()[key] = cluster;
   return cluster;
