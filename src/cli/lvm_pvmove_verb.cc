@@ -23,6 +23,7 @@
 #include "cli/lvm_pvmove.h"
 #include "lvm/pvmove.h"
 #include "lvm/pvmove_lock.h"
+#include "remote/remote_device.h"
 #include "stack/control_socket.h"
 #include "stack/pvmove_jobs.h"
 #include "stack/stack.h"
@@ -306,7 +307,8 @@ struct PvArg {
 
 Result<PvArg> ParsePvArg(const std::string& text) {
   PvArg a;
-  const size_t colon = text.find(':');
+  const size_t colon =
+      remote::IsRemoteDeviceName(text) ? remote::RemoteNameEnd(text) : text.find(':');
   a.name = lvmcli::NormalizeDeviceName(text.substr(0, colon));
   if (colon != std::string::npos) {
     VS_ASSIGN_OR_RETURN(a.ranges, lvm::ParsePeRanges(text.substr(colon + 1)));

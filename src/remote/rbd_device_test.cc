@@ -94,6 +94,15 @@ TEST(RbdNameTest, RejectsBadNamesWithOneError) {
   EXPECT_FALSE(IsRemoteDeviceName("./rbd:p/i"));
 }
 
+TEST(RbdNameTest, PeRangesAfterRemoteNames) {
+  EXPECT_EQ(RemoteNameEnd("rbd:p/i:conf=/c"), std::string::npos);
+  EXPECT_EQ(RemoteNameEnd("rbd:p/i:conf=/c:0-9"), 15u);
+  EXPECT_EQ(RemoteNameEnd("rbd:p/i:0-9:12+3:20"), 7u);
+  EXPECT_EQ(RemoteNameEnd("nbd://h:10809/x"), std::string::npos);
+  EXPECT_EQ(RemoteNameEnd("nbd://h:10809/x:5"), 15u);
+  EXPECT_EQ(RemoteNameEnd("rbd:p/i:x=1:5-"), std::string::npos);
+}
+
 TEST(RbdDeviceTest, WithoutLibrbdOneClearError) {
   if (RbdSupported()) GTEST_SKIP() << "this build has librbd";
   auto d = OpenRemoteDevice("rbd:p/i", false);

@@ -11,6 +11,27 @@ namespace volstack::remote {
 
 bool IsRemoteDeviceName(const std::string& name) { return IsNbdUri(name) || IsRbdName(name); }
 
+size_t RemoteNameEnd(const std::string& text) {
+  auto is_range = [](const std::string& item) {
+    size_t i = 0, digits = 0;
+    while (i < item.size() && item[i] >= '0' && item[i] <= '9') i++, digits++;
+    if (digits == 0) return false;
+    if (i == item.size()) return true;
+    if (item[i] != '-' && item[i] != '+') return false;
+    return item.size() > i + 1 && item.find_first_not_of("0123456789", i + 1) == std::string::npos;
+  };
+  size_t end = std::string::npos;
+  for (size_t colon = text.rfind(':'); colon != std::string::npos && colon > 0;
+       colon = text.rfind(':', colon - 1)) {
+    const size_t next = text.find(':', colon + 1);
+    if (!is_range(text.substr(colon + 1, next == std::string::npos ? next : next - colon - 1))) {
+      break;
+    }
+    end = colon;
+  }
+  return end;
+}
+
 Result<bdev::BlockDevicePtr> OpenRemoteDevice(const std::string& name, bool read_only) {
   if (IsNbdUri(name)) {
     NbdClientOptions options;

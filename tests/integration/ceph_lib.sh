@@ -6,7 +6,7 @@
 # come up (its last log lines are printed).
 start_ceph_cluster() {
   need_cmd ceph-mon ceph-osd ceph rbd uuidgen python3
-  ldd "$VOLSTACK" | grep -q librbd || skip "volstack was built without librbd (librbd-dev)"
+  [[ "$(ldd "$VOLSTACK" 2>/dev/null)" == *librbd* ]] || skip "volstack was built without librbd (librbd-dev)"
   local script=${VOLSTACK_SOURCE_DIR:-$(dirname "$0")/../..}/scripts/ceph-test-cluster.sh
   CEPH_SCRIPT=$script
   on_exit "$script stop $T/ceph"
