@@ -93,7 +93,6 @@ auth service required = none
 auth client required = none
 keyring = $dir/keyring
 run dir = $dir/run
-admin socket = $dir/run/\$name.asok
 log file = $dir/log/\$name.log
 pid file = $dir/run/\$name.pid
 crash dir = $dir/crash
@@ -110,9 +109,11 @@ osd crush chooseleaf type = 0
 mon warn on pool no redundancy = false
 client mount timeout = 30
 [mon]
+admin socket = $dir/run/\$name.asok
 mon data = $dir/\$name
 mon cluster log file = $dir/log/cluster.log
 [osd]
+admin socket = $dir/run/\$name.asok
 osd data = $dir/\$name
 osd objectstore = $store
 osd memory target = 939524096
