@@ -3,6 +3,7 @@
 #
 #   scripts/ceph-test-cluster.sh start DIR   start it; prints the path of its ceph.conf
 #   scripts/ceph-test-cluster.sh stop DIR    stop what `start DIR` started, by PID
+#   scripts/ceph-test-cluster.sh stop-osd DIR | start-osd DIR   the OSD alone (fault tests)
 #
 # One monitor and one OSD on 127.0.0.1 (ports picked free at start), auth none, pools of
 # size 1, a pool named `rbd` initialised for RBD. Everything (config, data, logs, sockets,
@@ -20,7 +21,7 @@ set -euo pipefail
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || {
-  echo "usage: $0 start DIR | stop DIR" >&2
+  echo "usage: $0 start|stop|stop-osd|start-osd DIR" >&2
   exit 2
 }
 
@@ -54,9 +55,20 @@ case "$cmd" in
     stop_all
     exit 0
     ;;
+  stop-osd)
+    dir=$(cd "$dir" && pwd)
+    stop_pidfile "$dir/run/osd.0.pid"
+    exit 0
+    ;;
+  start-osd)
+    dir=$(cd "$dir" && pwd)
+    timeout 60 ceph-osd -c "$dir/ceph.conf" -i 0 2>>"$dir/log/osd.0.stderr" || exit 1
+    for _ in $(seq 100); do [ -s "$dir/run/osd.0.pid" ] && exit 0; sleep 0.1; done
+    exit 1
+    ;;
   start) ;;
   *)
-    echo "usage: $0 start DIR | stop DIR" >&2
+    echo "usage: $0 start|stop|stop-osd|start-osd DIR" >&2
     exit 2
     ;;
 esac
