@@ -49,7 +49,11 @@ namespace volstack::remote {
 
 bool IsRbdName(const std::string& name) { return name.rfind("rbd:", 0) == 0; }
 
-bool RbdSupported() { return VOLSTACK_HAVE_RBD + 0 != 0; }
+#if VOLSTACK_HAVE_RBD
+bool RbdSupported() { return true; }
+#else
+bool RbdSupported() { return false; }
+#endif
 
 Result<RbdName> ParseRbdName(const std::string& name) {
   if (!IsRbdName(name)) return Status::InvalidArgument("'" + name + "' is not an rbd: name");
@@ -329,7 +333,7 @@ Status RbdDevice::DoWriteZeroes(uint64_t offset, uint64_t length, bdev::ZeroOpti
 struct RbdDevice::Cluster {};
 
 Result<std::shared_ptr<RbdDevice>> RbdDevice::Open(const std::string& name, const RbdOptions&) {
-  VS_RETURN_IF_ERROR(ParseRbdName(name).status());
+  if (auto n = ParseRbdName(name); !n.ok()) return n.status();
   return Status::NotSupported(name +
                               ": this volstack was built without librbd (install librbd-dev "
                               "and librados-dev and rebuild)");
