@@ -15,6 +15,7 @@ IO=$B/bench/rbd_device_io
 [ -x "$IO" ] || { echo "no $IO (build target rbd_device_io)"; exit 1; }
 W=$(mktemp -d /tmp/rbd-bench.XXXXXX)
 cleanup() {
+  [ -n "${img:-}" ] && timeout 60 rbd -c "$CONF" rm --no-progress "rbd/$img" >/dev/null 2>&1
   [ -n "${started:-}" ] && "$here/scripts/ceph-test-cluster.sh" stop "$W/ceph"
   rm -rf "$W"
 }
@@ -23,8 +24,9 @@ if [ -z "$CONF" ]; then
   started=1
   CONF=$(timeout 120 "$here/scripts/ceph-test-cluster.sh" start "$W/ceph")
 fi
+# The image is created before it is named for cleanup, so a name taken is never removed.
+timeout 30 rbd -c "$CONF" create --size 512M "rbd/bench-$$"
 img=bench-$$
-timeout 30 rbd -c "$CONF" create --size 512M "rbd/$img"
 # Every block written once, so reads are of allocated data on both sides.
 timeout 300 rbd -c "$CONF" bench --io-type write --io-size 4M --io-threads 4 --io-total 512M \
   --io-pattern seq "rbd/$img" >/dev/null
