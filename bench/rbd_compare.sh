@@ -15,29 +15,29 @@ IO=$B/bench/rbd_device_io
 [ -x "$IO" ] || { echo "no $IO (build target rbd_device_io)"; exit 1; }
 W=$(mktemp -d /tmp/rbd-bench.XXXXXX)
 cleanup() {
-  [ -n "${img:-}" ] && timeout 60 rbd -c "$CONF" rm --no-progress "rbd/$img" >/dev/null 2>&1
+  [ -n "${img:-}" ] && timeout -k 5 60 rbd -c "$CONF" rm --no-progress "rbd/$img" >/dev/null 2>&1
   [ -n "${started:-}" ] && "$here/scripts/ceph-test-cluster.sh" stop "$W/ceph"
   rm -rf "$W"
 }
 trap cleanup EXIT
 if [ -z "$CONF" ]; then
   started=1
-  CONF=$(timeout 120 "$here/scripts/ceph-test-cluster.sh" start "$W/ceph")
+  CONF=$(timeout -k 5 120 "$here/scripts/ceph-test-cluster.sh" start "$W/ceph")
 fi
 # The image is created before it is named for cleanup, so a name taken is never removed.
-timeout 30 rbd -c "$CONF" create --size 512M "rbd/bench-$$"
+timeout -k 5 30 rbd -c "$CONF" create --size 512M "rbd/bench-$$"
 img=bench-$$
 # Every block written once, so reads are of allocated data on both sides.
-timeout 300 rbd -c "$CONF" bench --io-type write --io-size 4M --io-threads 4 --io-total 512M \
+timeout -k 5 300 rbd -c "$CONF" bench --io-type write --io-size 4M --io-threads 4 --io-total 512M \
   --io-pattern seq "rbd/$img" >/dev/null
 
 declare -A ops
 run() {  # run CASE TYPE PATTERN SIZE THREADS TOTAL
   local out
-  out=$(timeout 300 rbd -c "$CONF" bench --io-type "$2" --io-pattern "$3" --io-size "$4" \
+  out=$(timeout -k 5 300 rbd -c "$CONF" bench --io-type "$2" --io-pattern "$3" --io-size "$4" \
     --io-threads "$5" --io-total "$6" "rbd/$img" | tail -n 1)
   ops[$1.rbd]+="$(echo "$out" | sed -n 's/.*ops\/sec: *\([0-9.]*\).*/\1/p') "
-  out=$(timeout 300 "$IO" "rbd:rbd/$img:conf=$CONF" "$2" "$3" "$4" "$5" "$6")
+  out=$(timeout -k 5 300 "$IO" "rbd:rbd/$img:conf=$CONF" "$2" "$3" "$4" "$5" "$6")
   ops[$1.vs]+="$(echo "$out" | sed -n 's/.*ops\/sec: *\([0-9.]*\).*/\1/p') "
 }
 for ((r = 0; r < ROUNDS; r++)); do

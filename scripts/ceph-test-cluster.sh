@@ -62,7 +62,7 @@ case "$cmd" in
     ;;
   start-osd)
     dir=$(cd "$dir" && pwd)
-    timeout 60 ceph-osd -c "$dir/ceph.conf" -i 0 2>>"$dir/log/osd.0.stderr" || exit 1
+    timeout -k 5 60 ceph-osd -c "$dir/ceph.conf" -i 0 2>>"$dir/log/osd.0.stderr" || exit 1
     for _ in $(seq 100); do [ -s "$dir/run/osd.0.pid" ] && exit 0; sleep 0.1; done
     exit 1
     ;;
@@ -160,25 +160,25 @@ fail() {
   exit 1
 }
 
-ceph_() { timeout 30 ceph -c "$conf" "$@"; }
+ceph_() { timeout -k 5 30 ceph -c "$conf" "$@"; }
 
 ceph-authtool --create-keyring "$dir/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
 monmaptool --create --clobber --fsid "$fsid" --addv a "v1:127.0.0.1:$port" "$dir/monmap" >/dev/null
-timeout 60 ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/keyring" \
+timeout -k 5 60 ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/keyring" \
   2>"$dir/log/mon-mkfs.log" || fail "ceph-mon --mkfs failed"
 # Daemons fork into the background after writing their pidfile.
-timeout 60 ceph-mon -c "$conf" -i a 2>>"$dir/log/mon.a.stderr" || fail "ceph-mon did not start"
+timeout -k 5 60 ceph-mon -c "$conf" -i a 2>>"$dir/log/mon.a.stderr" || fail "ceph-mon did not start"
 for _ in $(seq 100); do [ -s "$dir/run/mon.a.pid" ] && break; sleep 0.1; done
 [ -s "$dir/run/mon.a.pid" ] || fail "ceph-mon wrote no pidfile"
 
 uuid=$(uuidgen)
 id=$(ceph_ osd new "$uuid") || fail "ceph osd new failed"
 [ "$id" = 0 ] || fail "unexpected OSD id '$id'"
-timeout 120 ceph-osd -c "$conf" -i 0 --mkfs --osd-uuid "$uuid" 2>"$dir/log/osd-mkfs.log" ||
+timeout -k 5 120 ceph-osd -c "$conf" -i 0 --mkfs --osd-uuid "$uuid" 2>"$dir/log/osd-mkfs.log" ||
   fail "ceph-osd --mkfs failed"
 ceph_ osd crush add osd.0 1.0 root=default host=localhost >/dev/null 2>&1 ||
   fail "crush add osd.0 failed"
-timeout 60 ceph-osd -c "$conf" -i 0 2>>"$dir/log/osd.0.stderr" || fail "ceph-osd did not start"
+timeout -k 5 60 ceph-osd -c "$conf" -i 0 2>>"$dir/log/osd.0.stderr" || fail "ceph-osd did not start"
 for _ in $(seq 100); do [ -s "$dir/run/osd.0.pid" ] && break; sleep 0.1; done
 [ -s "$dir/run/osd.0.pid" ] || fail "ceph-osd wrote no pidfile"
 
@@ -186,5 +186,5 @@ ceph_ osd pool create rbd 8 8 >/dev/null 2>&1 || fail "pool create failed"
 ceph_ osd pool set rbd size 1 --yes-i-really-mean-it >/dev/null 2>&1 || fail "pool size 1 failed"
 # `rbd pool init` writes to the pool, so it returns once its PGs are active (there is no
 # manager daemon to ask `pg stat`).
-timeout 60 rbd -c "$conf" pool init rbd || fail "rbd pool init failed (PGs not active?)"
+timeout -k 5 60 rbd -c "$conf" pool init rbd || fail "rbd pool init failed (PGs not active?)"
 echo "$conf"

@@ -10,10 +10,10 @@ start_ceph_cluster() {
   local script=${VOLSTACK_SOURCE_DIR:-$(dirname "$0")/../..}/scripts/ceph-test-cluster.sh
   CEPH_SCRIPT=$script
   on_exit "$script stop $T/ceph"
-  CEPH_CONF=$(timeout 120 "$script" start "$T/ceph" 2>"$T/ceph-start.err") ||
+  CEPH_CONF=$(timeout -k 5 120 "$script" start "$T/ceph" 2>"$T/ceph-start.err") ||
     skip "the Ceph test cluster did not start: $(tail -n 5 "$T/ceph-start.err")"
 }
 # rbd_create IMAGE SIZE: a new image in pool rbd.
-rbd_create() { timeout 30 rbd -c "$CEPH_CONF" create --size "$2" "rbd/$1"; }
+rbd_create() { timeout -k 5 30 rbd -c "$CEPH_CONF" create --size "$2" "rbd/$1"; }
 # rbd_name IMAGE: the volstack device name of an image of the test cluster.
 rbd_name() { echo "rbd:rbd/$1:conf=$CEPH_CONF"; }

@@ -13,19 +13,19 @@ start_ceph_cluster
 
 rbd_create v 512M
 R="$(rbd_name v):rados_osd_op_timeout=5"
-timeout 30 "$VOLSTACK" zpool create p "$R" || fail "zpool create"
+timeout -k 5 30 "$VOLSTACK" zpool create p "$R" || fail "zpool create"
 vs zfs create -V 128M p/vol
 on_exit_stop_daemon
-timeout 60 "$VOLSTACK" up || fail "up"
+timeout -k 5 60 "$VOLSTACK" up || fail "up"
 on_exit "umount -l $VS_STATE/dev"
 DEV=$VS_STATE/dev/p/vol
 head -c 32M /dev/urandom >"$T/a"
 head -c 32M /dev/urandom >"$T/b"
-timeout 60 dd if="$T/a" of="$DEV" bs=1M conv=fsync,notrunc status=none || fail "write a"
+timeout -k 5 60 dd if="$T/a" of="$DEV" bs=1M conv=fsync,notrunc status=none || fail "write a"
 
 "$CEPH_SCRIPT" stop-osd "$T/ceph"
 start=$(date +%s)
-if timeout 90 dd if="$T/b" of="$DEV" bs=1M seek=32 conv=fsync,notrunc status=none \
+if timeout -k 5 90 dd if="$T/b" of="$DEV" bs=1M seek=32 conv=fsync,notrunc status=none \
   2>"$T/dd.err"; then
   fail "a write with the OSD down was acknowledged"
 fi
@@ -37,14 +37,14 @@ grep -qi "timed out\|error" "$T/status" || fail "status shows no error: $(cat "$
 "$CEPH_SCRIPT" start-osd "$T/ceph" || fail "the OSD did not restart"
 # The failed commit suspended the pool (pool_impl.h): it flushes nothing more, so `down`
 # refuses, naming why, and the way out is a restart of the daemon, as after a crash.
-expect_fail timeout 60 "$VOLSTACK" down --force
+expect_fail timeout -k 5 60 "$VOLSTACK" down --force
 grep -q "suspended" "$T/expect_fail.err" || fail "down: $(cat "$T/expect_fail.err")"
 daemon_pid=$(cat "$VS_STATE/daemon.pid")
 kill -9 "$daemon_pid"
 for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
 umount -l "$VS_STATE/dev" 2>/dev/null || true
-timeout 60 "$VOLSTACK" up || fail "up after the OSD returned"
-timeout 60 dd if="$DEV" of="$T/back" bs=1M count=32 status=none || fail "read back"
+timeout -k 5 60 "$VOLSTACK" up || fail "up after the OSD returned"
+timeout -k 5 60 dd if="$DEV" of="$T/back" bs=1M count=32 status=none || fail "read back"
 cmp "$T/a" "$T/back" || fail "acknowledged data lost after the OSD came back"
-timeout 60 "$VOLSTACK" down || fail "down"
+timeout -k 5 60 "$VOLSTACK" down || fail "down"
 echo PASS

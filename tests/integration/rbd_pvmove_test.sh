@@ -17,12 +17,12 @@ truncate -s 1G "$T/pv.img"
 vs pvcreate "$T/pv.img" >/dev/null
 vs vgcreate vg0 "$T/pv.img" >/dev/null
 vs lvcreate -L 320M -n lv0 vg0 >/dev/null
-timeout 30 "$VOLSTACK" pvcreate "$R" >/dev/null || fail "pvcreate $R"
-timeout 30 "$VOLSTACK" vgextend vg0 "$R" >/dev/null || fail "vgextend vg0 $R"
+timeout -k 5 30 "$VOLSTACK" pvcreate "$R" >/dev/null || fail "pvcreate $R"
+timeout -k 5 30 "$VOLSTACK" vgextend vg0 "$R" >/dev/null || fail "vgextend vg0 $R"
 vs pvs --noheadings -o pv_name,vg_name | grep -qF "rbd:rbd/pv" || fail "pvs lacks the RBD PV: $(vs pvs)"
 
 on_exit_stop_daemon
-timeout 60 "$VOLSTACK" up || fail "up"
+timeout -k 5 60 "$VOLSTACK" up || fail "up"
 on_exit "umount -l $VS_STATE/dev"
 loop=$(vs losetup -f --show vg0/lv0)
 on_exit_detach_loop "$loop"
@@ -48,12 +48,12 @@ verify() {
   echo 3 >/proc/sys/vm/drop_caches
   (cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "manifest $1"
 }
-timeout 120 "$VOLSTACK" pvmove -i 2 "$T/pv.img" "$R" >"$T/in.out" ||
+timeout -k 5 120 "$VOLSTACK" pvmove -i 2 "$T/pv.img" "$R" >"$T/in.out" ||
   fail "pvmove onto the RBD PV: $(cat "$T/in.out")"
 vs lvs --noheadings -o devices vg0/lv0 | grep -qF "rbd:rbd/pv" ||
   fail "lv0 not on the RBD PV: $(vs lvs --noheadings -o devices vg0/lv0)"
 verify "after the move onto RBD"
-timeout 120 "$VOLSTACK" pvmove -i 2 "$R" "$T/pv.img" >"$T/out.out" ||
+timeout -k 5 120 "$VOLSTACK" pvmove -i 2 "$R" "$T/pv.img" >"$T/out.out" ||
   fail "pvmove back to the file: $(cat "$T/out.out")"
 vs lvs --noheadings -o devices vg0/lv0 | grep -qF "$T/pv.img" || fail "lv0 not back on the file"
 vs lvs -a --noheadings -o lv_name vg0 | grep -q pvmove && fail "pvmove0 left behind"

@@ -21,14 +21,14 @@ A=$(rbd_name a)
 B=$(rbd_name b)
 
 echo "== bad names change nothing"
-expect_fail timeout 30 "$VOLSTACK" zpool create bad "rbd:rbd/nope:conf=$CEPH_CONF"
+expect_fail timeout -k 5 30 "$VOLSTACK" zpool create bad "rbd:rbd/nope:conf=$CEPH_CONF"
 grep -q "rbd/nope" "$T/expect_fail.err" || fail "missing image: $(cat "$T/expect_fail.err")"
-expect_fail timeout 30 "$VOLSTACK" zpool create bad "rbd:rbd"
+expect_fail timeout -k 5 30 "$VOLSTACK" zpool create bad "rbd:rbd"
 grep -q "rbd:POOL/IMAGE" "$T/expect_fail.err" || fail "bad name: $(cat "$T/expect_fail.err")"
 vs zpool list -H -o name | grep -qx bad && fail "pool created from a bad name"
 
 echo "== 1. the seed's stack on a pool of two RBD images"
-timeout 30 "$VOLSTACK" zpool create trunk "$A" "$B" || fail "zpool create on RBD"
+timeout -k 5 30 "$VOLSTACK" zpool create trunk "$A" "$B" || fail "zpool create on RBD"
 vs zpool status trunk | grep -qF "rbd:rbd/b" || fail "status lacks the RBD vdev: $(vs zpool status trunk)"
 truncate -s 256M "$T/local.img"
 vs zpool create local "$T/local.img"
@@ -39,7 +39,7 @@ vs vgcreate vg0 trunk/funk >/dev/null
 vs lvcreate -L 512M -n lv0 vg0 >/dev/null
 
 on_exit_stop_daemon
-timeout 60 "$VOLSTACK" up || fail "up"
+timeout -k 5 60 "$VOLSTACK" up || fail "up"
 on_exit "umount -l $VS_STATE/dev"
 [ -f "$VS_STATE/dev/vg0/lv0" ] || fail "vg0/lv0 not in devfs: $(ls -R "$VS_STATE/dev")"
 loop=$(vs losetup -f --show vg0/lv0)
@@ -60,28 +60,28 @@ umount -l "$T/mnt"
 losetup -d "$loop" || true
 for _ in $(seq 100); do losetup "$loop" >/dev/null 2>&1 || break; sleep 0.1; done
 umount -l "$VS_STATE/dev" || true
-timeout 60 "$VOLSTACK" up || fail "up after kill -9"
+timeout -k 5 60 "$VOLSTACK" up || fail "up after kill -9"
 loop2=$(vs losetup -a | awk -F: -v f="($VS_STATE/dev/vg0/lv0)" 'index($0, f) {print $1}')
 [ -n "$loop2" ] || fail "up did not restore the loop binding: $(vs losetup -a)"
 echo 3 >/proc/sys/vm/drop_caches
 mount "$loop2" "$T/mnt"
 (cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "manifest after kill -9 and up"
 umount "$T/mnt"
-timeout 60 "$VOLSTACK" down || fail "down"
+timeout -k 5 60 "$VOLSTACK" down || fail "down"
 
 echo "== 3. export and import -d of the RBD pool"
 vs vgchange -an vg0 >/dev/null
-timeout 30 "$VOLSTACK" zpool export trunk || fail "export"
-timeout 30 "$VOLSTACK" zpool import -d "$A" >"$T/import.list" 2>&1 || true
+timeout -k 5 30 "$VOLSTACK" zpool export trunk || fail "export"
+timeout -k 5 30 "$VOLSTACK" zpool import -d "$A" >"$T/import.list" 2>&1 || true
 grep -q "pool: trunk" "$T/import.list" || fail "import -d $A: $(cat "$T/import.list")"
-timeout 30 "$VOLSTACK" zpool import -d "$A" -d "$B" trunk || fail "import -d trunk"
+timeout -k 5 30 "$VOLSTACK" zpool import -d "$A" -d "$B" trunk || fail "import -d trunk"
 vs zpool list -H -o name,health | grep -qx $'trunk\tONLINE' || fail "trunk: $(vs zpool list)"
 vs vgchange -ay vg0 >/dev/null
 
 echo "== 4. the cluster down at up"
 "$CEPH_SCRIPT" stop "$T/ceph"
 start=$(date +%s)
-expect_fail timeout 60 "$VOLSTACK" up
+expect_fail timeout -k 5 60 "$VOLSTACK" up
 echo "up with the cluster down took $(($(date +%s) - start)) s"
 vs status >"$T/status" 2>&1 || true
 grep -q "^  pool trunk  UNAVAIL" "$T/status" || fail "trunk not UNAVAIL: $(cat "$T/status")"
@@ -89,5 +89,5 @@ grep -q "^  pool local  ONLINE" "$T/status" || fail "local did not come up: $(ca
 [ -f "$VS_STATE/dev/local/vol" ] || fail "local/vol not in devfs: $(ls -R "$VS_STATE/dev")"
 grep -q "rbd:rbd/a" "$T/expect_fail.err" "$T/status" ||
   echo "note: up's error: $(cat "$T/expect_fail.err")"
-timeout 60 "$VOLSTACK" down --force || fail "down --force"
+timeout -k 5 60 "$VOLSTACK" down --force || fail "down --force"
 echo PASS
