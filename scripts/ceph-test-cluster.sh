@@ -161,6 +161,16 @@ fail() {
 }
 
 ceph_() { timeout -k 5 30 ceph -c "$conf" "$@"; }
+# A monitor just started may answer a first command with "wrong fsid" (the client had no
+# monmap yet); the commands used here are idempotent, so they are retried, 10 times at most.
+ceph_retry() {
+  local i
+  for i in $(seq 10); do
+    ceph_ "$@" 2>>"$dir/log/ceph-cli.log" && return 0
+    sleep 0.5
+  done
+  return 1
+}
 
 ceph-authtool --create-keyring "$dir/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
 monmaptool --create --clobber --fsid "$fsid" --addv a "v1:127.0.0.1:$port" "$dir/monmap" >/dev/null
@@ -172,18 +182,18 @@ for _ in $(seq 100); do [ -s "$dir/run/mon.a.pid" ] && break; sleep 0.1; done
 [ -s "$dir/run/mon.a.pid" ] || fail "ceph-mon wrote no pidfile"
 
 uuid=$(uuidgen)
-id=$(ceph_ osd new "$uuid") || fail "ceph osd new failed"
+id=$(ceph_retry osd new "$uuid") || fail "ceph osd new failed"
 [ "$id" = 0 ] || fail "unexpected OSD id '$id'"
 timeout -k 5 120 ceph-osd -c "$conf" -i 0 --mkfs --osd-uuid "$uuid" 2>"$dir/log/osd-mkfs.log" ||
   fail "ceph-osd --mkfs failed"
-ceph_ osd crush add osd.0 1.0 root=default host=localhost >/dev/null 2>&1 ||
+ceph_retry osd crush add osd.0 1.0 root=default host=localhost >/dev/null 2>&1 ||
   fail "crush add osd.0 failed"
 timeout -k 5 60 ceph-osd -c "$conf" -i 0 2>>"$dir/log/osd.0.stderr" || fail "ceph-osd did not start"
 for _ in $(seq 100); do [ -s "$dir/run/osd.0.pid" ] && break; sleep 0.1; done
 [ -s "$dir/run/osd.0.pid" ] || fail "ceph-osd wrote no pidfile"
 
-ceph_ osd pool create rbd 8 8 >/dev/null 2>&1 || fail "pool create failed"
-ceph_ osd pool set rbd size 1 --yes-i-really-mean-it >/dev/null 2>&1 || fail "pool size 1 failed"
+ceph_retry osd pool create rbd 8 8 >/dev/null 2>&1 || fail "pool create failed"
+ceph_retry osd pool set rbd size 1 --yes-i-really-mean-it >/dev/null 2>&1 || fail "pool size 1 failed"
 # `rbd pool init` writes to the pool, so it returns once its PGs are active (there is no
 # manager daemon to ask `pg stat`).
 timeout -k 5 60 rbd -c "$conf" pool init rbd || fail "rbd pool init failed (PGs not active?)"
