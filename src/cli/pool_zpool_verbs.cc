@@ -12,6 +12,7 @@
 #include "cli/device_names.h"
 #include "cli/device_usage.h"
 #include "cli/pool_common.h"
+#include "cli/pool_redundancy.h"
 #include "cli/verbs.h"
 #include "pool/memory_bounds.h"
 #include "pool/vdev.h"
@@ -22,23 +23,6 @@ namespace volstack::cli {
 
 namespace {
 
-// A count as zpool prints it (zfs_nicenum): exact below 1024, else 1.50K, 12.3M, 456G.
-std::string NiceNum(uint64_t n) {
-  if (n < 1024) return std::to_string(n);
-  const char* units = "KMGTPE";
-  int i = 0;
-  double v = static_cast<double>(n) / 1024;
-  while (v >= 1024 && i < 5) {
-    v /= 1024;
-    i++;
-  }
-  char buf[32];
-  for (int prec = 2; prec >= 0; prec--) {
-    std::snprintf(buf, sizeof buf, "%.*f%c", prec, v, units[i]);
-    if (std::strlen(buf) <= 5) break;
-  }
-  return buf;
-}
 using poolcli::Bytes;
 
 struct ListArgs {
@@ -129,6 +113,7 @@ int ZpoolCreate(Context& ctx, bool force, const std::vector<std::string>& opts,
   std::vector<bdev::BlockDevicePtr> devs;
   std::vector<std::string> names;
   for (const auto& v : vdevs) {
+    if (poolcli::IsVdevKeyword(v)) continue;
     auto d = OpenDeviceByName(ctx, v, false);
     if (!d.ok()) return ReportFailure(d.status().WithContext("cannot create '" + name + "'"));
     // -f overrides a label left by an exported, destroyed or lost pool, never one of a pool
@@ -144,7 +129,9 @@ int ZpoolCreate(Context& ctx, bool force, const std::vector<std::string>& opts,
     devs.push_back(*d);
     names.push_back(poolcli::NormalizeVdevName(v));
   }
-  auto p = pool::Pool::Create(name, devs, o);
+  auto specs = poolcli::GroupVdevs(vdevs, devs, names);
+  if (!specs.ok()) return ReportUsage("zpool create: " + specs.status().message());
+  auto p = pool::Pool::Create(name, *specs, o);
   if (!p.ok()) return ReportFailure(p.status().WithContext("cannot create '" + name + "'"));
   if (Status st = (*p)->Close(); !st.ok()) return ReportFailure(st);
   if (Status st = poolcli::AddToCache(ctx, {name, (*p)->guid(), names}); !st.ok()) {
@@ -209,7 +196,7 @@ int ZpoolList(Context& ctx, const ListArgs& a) {
   return rc;
 }
 
-int ZpoolStatus(Context& ctx, const std::vector<std::string>& names) {
+int ZpoolStatus(Context& ctx, const std::vector<std::string>& names, bool verbose) {
   auto pools = poolcli::ReadCache(ctx);
   if (!pools.ok()) return ReportFailure(pools.status());
   if (pools->empty() && names.empty()) {
@@ -233,32 +220,7 @@ int ZpoolStatus(Context& ctx, const std::vector<std::string>& names) {
       rc = kExitFailure;
       continue;
     }
-    auto info = (*p)->Info();
-    std::printf(" state: %s\nconfig:\n\n", info.health.c_str());
-    size_t w = std::max<size_t>(c.name.size(), 4);
-    for (auto& v : c.vdevs) w = std::max(w, v.size() + 2);
-    std::printf("\t%-*s  %-8s %5s %5s %5s\n", static_cast<int>(w), "NAME", "STATE", "READ", "WRITE",
-                "CKSUM");
-    // Errors since the pool was opened (Pool::Info), per vdev; the pool's row sums them.
-    // The cached vdev list and the pool's are both in vdev-id order.
-    uint64_t total[3] = {0, 0, 0};
-    for (const auto& vi : info.vdevs) {
-      total[0] += vi.read_errors;
-      total[1] += vi.write_errors;
-      total[2] += vi.checksum_errors;
-    }
-    std::printf("\t%-*s  %-8s %5s %5s %5s\n", static_cast<int>(w), c.name.c_str(),
-                info.health.c_str(), NiceNum(total[0]).c_str(), NiceNum(total[1]).c_str(),
-                NiceNum(total[2]).c_str());
-    for (size_t i = 0; i < c.vdevs.size(); i++) {
-      const pool::VdevInfo vi = i < info.vdevs.size() ? info.vdevs[i] : pool::VdevInfo{};
-      std::printf("\t  %-*s  %-8s %5s %5s %5s\n", static_cast<int>(w - 2), c.vdevs[i].c_str(),
-                  "ONLINE", NiceNum(vi.read_errors).c_str(), NiceNum(vi.write_errors).c_str(),
-                  NiceNum(vi.checksum_errors).c_str());
-    }
-    std::printf("\nerrors: %s\n", total[0] + total[1] + total[2] == 0
-                                      ? "No known data errors"
-                                      : "Errors were seen since the pool was opened");
+    poolcli::PrintPoolStatus((*p)->Info(), verbose);
   }
   for (const auto& n : names) {
     if (std::none_of(pools->begin(), pools->end(),
@@ -598,7 +560,8 @@ void RegisterZpoolVerbs(CLI::App& app, Context& ctx) {
     auto opts = std::make_shared<std::vector<std::string>>();
     auto name = std::make_shared<std::string>();
     auto vdevs = std::make_shared<std::vector<std::string>>();
-    auto* c = AddVerb(*zpool, ctx, "create", "Create a pool on the given vdevs (striped)",
+    auto* c = AddVerb(*zpool, ctx, "create",
+                      "Create a pool on the given vdevs (striped; mirror A B ... makes a mirror)",
                       [&ctx, force, opts, name, vdevs] {
                         return ZpoolCreate(ctx, *force, *opts, *name, *vdevs);
                       });
@@ -618,8 +581,10 @@ void RegisterZpoolVerbs(CLI::App& app, Context& ctx) {
   }
   {
     auto names = std::make_shared<std::vector<std::string>>();
+    auto verbose = std::make_shared<bool>(false);
     auto* c = AddVerb(*zpool, ctx, "status", "Show pool health and vdevs",
-                      [&ctx, names] { return ZpoolStatus(ctx, *names); });
+                      [&ctx, names, verbose] { return ZpoolStatus(ctx, *names, *verbose); });
+    c->add_flag("-v", *verbose, "List the data errors");
     c->add_option("pools", *names, "Pools");
   }
   for (bool destroy : {false, true}) {
@@ -668,6 +633,7 @@ void RegisterZpoolVerbs(CLI::App& app, Context& ctx) {
     c->add_option("property=value", *assignment, "Assignment")->required();
     c->add_option("pool", *name, "Pool")->required();
   }
+  poolcli::RegisterZpoolRedundancyVerbs(*zpool, ctx);
 }
 
 }  // namespace volstack::cli

@@ -1,5 +1,6 @@
 #include "pool/label_format.h"
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -68,11 +69,19 @@ std::vector<uint8_t> EncodeLabelConfig(const LabelConfig& c, uint64_t device_off
   j["txg"] = c.txg;
   j["version"] = c.version;
   if (c.vdev_size != 0) j["vdev_size"] = c.vdev_size;
+  if (c.is_mirror()) {
+    j["type"] = "mirror";
+    j["leaf_guid"] = c.leaf_guid;
+    j["alloc_end"] = c.alloc_end;
+    j["children"] = nlohmann::json::array();
+    for (const auto& ch : c.children)
+      j["children"].push_back({{"guid", ch.guid}, {"path", ch.path}});
+  }
   const std::string text = j.dump();
   std::vector<uint8_t> buf(kLabelConfigSize, 0);
   VS_CHECK_OP(text.size(), <=, kLabelConfigSize - 64);
   EncodeLE64(buf.data(), kLabelMagic);
-  EncodeLE64(buf.data() + 8, kFormatVersion);
+  EncodeLE64(buf.data() + 8, c.is_mirror() ? kMirrorLabelVersion : kFormatVersion);
   EncodeLE64(buf.data() + 16, text.size());
   std::memcpy(buf.data() + 24, text.data(), text.size());
   Seal(buf, device_offset);
@@ -83,7 +92,8 @@ Result<LabelConfig> DecodeLabelConfig(std::span<const uint8_t> region, uint64_t 
   if (region.size() != kLabelConfigSize) return Status::Corruption("label: wrong size");
   if (DecodeLE64(region.data()) != kLabelMagic) return Status::Corruption("label: no magic");
   VS_RETURN_IF_ERROR(Verify(region, device_offset, "label"));
-  if (DecodeLE64(region.data() + 8) != kFormatVersion) {
+  const uint64_t label_version = DecodeLE64(region.data() + 8);
+  if (label_version != kFormatVersion && label_version != kMirrorLabelVersion) {
     return Status::Corruption("label: unsupported version");
   }
   const uint64_t len = DecodeLE64(region.data() + 16);
@@ -105,6 +115,16 @@ Result<LabelConfig> DecodeLabelConfig(std::span<const uint8_t> region, uint64_t 
     c.txg = j.at("txg").get<uint64_t>();
     c.version = j.at("version").get<uint64_t>();
     if (j.contains("vdev_size")) c.vdev_size = j.at("vdev_size").get<uint64_t>();
+    if (label_version == kMirrorLabelVersion) {
+      if (j.at("type").get<std::string>() != "mirror") {
+        return Status::Corruption("label: unknown vdev type");
+      }
+      c.leaf_guid = j.at("leaf_guid").get<uint64_t>();
+      c.alloc_end = j.at("alloc_end").get<uint64_t>();
+      for (const auto& ch : j.at("children")) {
+        c.children.push_back({ch.at("guid").get<uint64_t>(), ch.at("path").get<std::string>()});
+      }
+    }
   } catch (const std::exception& e) {
     return Status::Corruption(std::string("label: bad config: ") + e.what());
   }
@@ -112,6 +132,14 @@ Result<LabelConfig> DecodeLabelConfig(std::span<const uint8_t> region, uint64_t 
     return Status::Corruption("label: vdev id/guid inconsistent");
   }
   if (c.ashift < 9 || c.ashift > 16) return Status::Corruption("label: bad ashift");
+  if (label_version == kMirrorLabelVersion) {
+    const bool listed =
+        std::any_of(c.children.begin(), c.children.end(),
+                    [&](const LabelConfig::Child& ch) { return ch.guid == c.leaf_guid; });
+    if (c.children.empty() || c.children.size() > 16 || !listed || c.leaf_guid == 0) {
+      return Status::Corruption("label: mirror children inconsistent");
+    }
+  }
   return c;
 }
 

@@ -15,9 +15,10 @@
 // Config region (112 KiB):
 //   off  size field
 //   0    8    magic kLabelMagic ("VSPLABEL")
-//   8    8    version (1)
+//   8    8    version (1; 2 on the children of a mirror vdev: older volstacks refuse it)
 //   16   8    json length n (<= region - 64)
 //   24   n    JSON: name, state, pool_guid, vdev_guid, vdev_id, vdev_guids[], ashift, txg
+//             (version 2, a mirror child: leaf_guid, children[{guid, path}], alloc_end)
 //   -40  8    embedded-checksum magic kEckMagic
 //   -32  32   SHA-256 of bytes [0, region-40) || LE64(device offset of the region)
 //
@@ -64,6 +65,9 @@ inline constexpr uint64_t kLabelMagic = 0x4c4542414c505356ull;  // "VSPLABEL" li
 inline constexpr uint64_t kEckMagic = 0x0210da7ab10c7a11ull;
 inline constexpr uint64_t kUberblockMagic = 0x00bab10cull;
 inline constexpr uint64_t kFormatVersion = 1;
+// The label version of a mirror's children (docs/format/pool.md, "Mirrors"): a volstack
+// that knows only version 1 must not import one child of a mirror as a plain vdev.
+inline constexpr uint64_t kMirrorLabelVersion = 2;
 
 // Byte offset of label `index` (0..3) on a device of `device_size` bytes.
 uint64_t LabelOffset(uint64_t device_size, int index);
@@ -86,6 +90,17 @@ struct LabelConfig {
   // The vdev's size in bytes when the label was written; 0 in labels older than the field.
   // Import refuses a vdev smaller than this (a truncated file lost the end of the pool).
   uint64_t vdev_size = 0;
+  // A child (leaf) of a mirror top-level vdev (label version 2); empty `children` for a
+  // plain vdev, whose leaf is the top-level vdev itself (leaf guid == vdev_guid).
+  struct Child {
+    uint64_t guid = 0;
+    std::string path;  // the device name the child had when the label was written
+    bool operator==(const Child&) const = default;
+  };
+  uint64_t leaf_guid = 0;       // this device's guid among `children`
+  std::vector<Child> children;  // every child of the mirror, by position
+  uint64_t alloc_end = 0;       // end of the mirror's allocatable space (its smallest child)
+  bool is_mirror() const { return !children.empty(); }
   bool operator==(const LabelConfig&) const = default;
 };
 

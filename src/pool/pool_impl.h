@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -333,6 +334,41 @@ class PoolImpl {
   void StartSyncThread();
   void StopSyncThread();
   std::thread sync_thread;
+
+  // --- redundancy: self-heal, scrub and resilver (vdev.h, scan.cc, vdev_admin.cc) ---
+  std::atomic<uint64_t> healed_bytes{0};  // rewritten by reads that found a bad copy
+  // Data no copy could give back since the pool was opened (zpool status -v).
+  std::mutex error_mu;
+  std::set<std::string> data_errors;  // GUARDED_BY(error_mu)
+  void NoteDataError(const std::string& what) {
+    std::lock_guard l(error_mu);
+    if (data_errors.size() < 1000) data_errors.insert(what);
+  }
+  // Nonzero while a scan walks the tree of txg scan_pin_txg - 1: the frees of that txg and
+  // later are not released (txg_sync.cc), so no block of the walked tree is written over
+  // before the walk reads it. Read and written under sync_mu.
+  uint64_t scan_pin_txg = 0;
+  std::mutex scan_mu;
+  std::condition_variable scan_cv;
+  ScanInfo scan;              // GUARDED_BY(scan_mu)
+  bool scan_cancel = false;   // GUARDED_BY(scan_mu)
+  bool scan_pause = false;    // GUARDED_BY(scan_mu)
+  bool scan_running = false;  // GUARDED_BY(scan_mu)
+  Status scan_status;         // GUARDED_BY(scan_mu): how the last scan ended
+  std::thread scan_thread;    // joined by StopScan
+  ScanInfo ScanInfoSnapshot() {
+    std::lock_guard l(scan_mu);
+    return scan;
+  }
+  // Starts a scrub (or a resilver: `resilver`) on a thread of its own; EBUSY while one runs
+  // (a paused scrub is resumed instead).
+  Status StartScan(bool resilver);
+  // Waits until no scan runs; the scan's result.
+  Status WaitScan();
+  void StopScan();  // cancels and joins (close)
+  void RunScan(bool resilver);
+  // A label config for vdev `v` as WriteLabels writes it (the vdev fills in its leaves).
+  LabelConfig BaseLabelConfig(const Vdev& v, PoolState state, uint64_t txg) const;
 
   // The volumes' intent logs (zil.h). Declared last: destroyed before the state above.
   std::unique_ptr<ZilManager> zil = std::make_unique<ZilManager>(this);

@@ -63,7 +63,13 @@
 // wrote; a head frees a block only if it was born after its newest snapshot; destroying a
 // snapshot frees what it alone names, found by a birth-pruned walk beside the next tree.
 //
-// Simplifications on purpose: one DVA per pointer (mirrors/ditto later), no compression,
+// Redundancy (vdev.h, scan.cc): a top-level vdev may be a mirror; a DVA names the mirror,
+// whose children hold the same bytes. Every checksum-verified read (ReadBlock) heals: a
+// copy that does not match is counted, the next is tried and the bad one is rewritten.
+// A scrub walks every block of the synced tree and repairs every copy; a resilver is the
+// same walk filling a new child.
+//
+// Simplifications on purpose: one DVA per pointer (no ditto copies), no compression,
 // no promote, holds or bookmarks yet.
 #include "pool/spa.h"
 
@@ -180,6 +186,7 @@ Status ValidateDatasetName(const std::string& name) {
 // PoolImpl helpers
 
 PoolImpl::~PoolImpl() {
+  StopScan();
   StopSyncThread();
   FinishCacheFills();
   volumes.clear();
@@ -206,12 +213,22 @@ Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked, b
   if (block_cache && !cache_asked && block_cache->Lookup(key, dst, 0, bp.psize)) {
     return Status::Ok();
   }
-  VS_RETURN_IF_ERROR(vdevs[d.vdev]->device()->Read(d.offset, std::span<uint8_t>(dst, bp.psize)));
-  if (ComputeChecksum(bp.cksum, std::span<const uint8_t>(dst, bp.psize)) != bp.checksum) {
-    vdevs[d.vdev]->errors().checksum++;
+  // Self-heal (vdev.h): a copy that does not match is counted against its child, the next
+  // copy is tried and the bad ones are rewritten. Only the verified bytes leave here; any
+  // later step (decompression) works on them.
+  HealCounts heal;
+  Status st = vdevs[d.vdev]->ReadVerified(
+      d.offset, std::span<uint8_t>(dst, bp.psize),
+      [&](std::span<const uint8_t> b) { return ComputeChecksum(bp.cksum, b) == bp.checksum; },
+      &heal);
+  if (heal.repaired_bytes > 0) healed_bytes += heal.repaired_bytes;
+  if (!st.ok()) {
     // Bad bytes from disk are Corruption (EUCLEAN), not an I/O error: the device answered, and
     // what it gave does not match. devfs and NBD send it on as EIO (FuseErrno, WireError).
-    return Status::Corruption("pool " + name + ": checksum mismatch in " + bp.ToString());
+    if (st.IsCorruption()) {
+      return Status::Corruption("pool " + name + ": checksum mismatch in " + bp.ToString());
+    }
+    return st;
   }
   // Indirect blocks are cached decoded by their volume; only data is worth a second copy.
   if (block_cache && offer && bp.type == BlockType::kVolData)
@@ -339,20 +356,23 @@ void PoolImpl::StopSyncThread() {
   early_flusher.reset();
 }
 
+LabelConfig PoolImpl::BaseLabelConfig(const Vdev& v, PoolState state, uint64_t txg) const {
+  LabelConfig c;
+  c.name = name;
+  c.state = state;
+  c.pool_guid = pool_guid;
+  c.vdev_guid = v.guid();
+  c.vdev_id = v.id();
+  c.vdev_guids = vdev_guids;
+  c.ashift = ashift;
+  c.txg = txg;
+  return c;
+}
+
 Status PoolImpl::WriteLabels(PoolState state, uint64_t txg) {
   for (int parity = 0; parity < 2; parity++) {
     for (auto& v : vdevs) {
-      LabelConfig c;
-      c.name = name;
-      c.state = state;
-      c.pool_guid = pool_guid;
-      c.vdev_guid = v->guid();
-      c.vdev_id = v->id();
-      c.vdev_guids = vdev_guids;
-      c.ashift = ashift;
-      c.txg = txg;
-      c.vdev_size = v->size();
-      VS_RETURN_IF_ERROR(v->WriteLabelConfigs(c, parity));
+      VS_RETURN_IF_ERROR(v->WriteLabelConfigs(BaseLabelConfig(*v, state, txg), parity));
     }
     VS_RETURN_IF_ERROR(FlushAll());
   }
@@ -380,6 +400,7 @@ Status Pool::Sync() {
 
 Status Pool::Close() {
   if (impl_->closed) return Status::Ok();
+  impl_->StopScan();
   impl_->StopSyncThread();
   Status st = impl_->read_only ? Status::Ok() : impl_->Sync();
   impl_->closed = true;  // writes and flushes fail from here on
@@ -830,7 +851,7 @@ PoolInfo Pool::Info() {
   PoolInfo info;
   info.name = impl_->name;
   info.guid = impl_->pool_guid;
-  info.health = impl_->failed ? "SUSPENDED" : "ONLINE";
+  bool degraded = false;
   info.size = impl_->total_size();
   info.free = impl_->free_bytes.load();
   info.allocated = info.size - info.free;
@@ -844,11 +865,38 @@ PoolInfo Pool::Info() {
       vi.guid = v->guid();
       vi.size = v->alloc_end() - v->alloc_start();
       vi.allocated = vi.size - impl_->free[v->id()].total();
-      vi.read_errors = v->errors().read.load();
-      vi.write_errors = v->errors().write.load();
-      vi.checksum_errors = v->errors().checksum.load();
+      vi.read_errors = v->ReadErrors();
+      vi.write_errors = v->WriteErrors();
+      vi.checksum_errors = v->ChecksumErrors();
+      vi.state = v->StateName();
+      degraded |= !v->healthy();
+      auto kids = v->children();
+      if (v->is_mirror()) {
+        vi.type = "mirror";
+        for (auto& k : kids) {
+          VdevInfo ci;
+          ci.name = k->path;
+          ci.guid = k->guid;
+          ci.size = vi.size;
+          ci.read_errors = k->errors->read.load();
+          ci.write_errors = k->errors->write.load();
+          ci.checksum_errors = k->errors->checksum.load();
+          ci.state = LeafStateName(k->state.load());
+          ci.resilvering = k->resilvering.load();
+          vi.children.push_back(ci);
+        }
+      } else {
+        vi.name = kids[0]->path;
+        vi.resilvering = kids[0]->resilvering.load();
+      }
       info.vdevs.push_back(vi);
     }
+  }
+  info.health = impl_->failed ? "SUSPENDED" : degraded ? "DEGRADED" : "ONLINE";
+  info.scan = impl_->ScanInfoSnapshot();
+  {
+    std::lock_guard l(impl_->error_mu);
+    info.data_errors.assign(impl_->data_errors.begin(), impl_->data_errors.end());
   }
   std::lock_guard l(impl_->mu);
   for (const auto& [k, v] : impl_->props) {

@@ -19,6 +19,7 @@
 // Threads: every method is safe from any thread. See spa.cc for the theory and lock order.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -148,19 +149,41 @@ struct VdevInfo {
   uint64_t read_errors = 0;
   uint64_t write_errors = 0;
   uint64_t checksum_errors = 0;
+  std::string type = "disk";       // "disk" (a leaf) or "mirror"
+  std::string state = "ONLINE";    // ONLINE, DEGRADED, OFFLINE, FAULTED, UNAVAIL
+  bool resilvering = false;        // a leaf being filled by a resilver
+  std::vector<VdevInfo> children;  // a mirror's leaves (the counters above are their sums)
+};
+
+// A scrub or resilver (scan.h): zpool status's "scan:" lines.
+struct ScanInfo {
+  std::string func;                       // "scrub" or "resilver"; empty when none ever ran
+  std::string state;                      // "scanning", "paused", "finished", "canceled"
+  uint64_t start_time = 0, end_time = 0;  // unix seconds
+  uint64_t to_examine = 0;                // allocated bytes when it started
+  uint64_t examined = 0;                  // bytes of blocks walked
+  uint64_t issued = 0;                    // bytes read and verified
+  uint64_t repaired = 0;                  // bytes rewritten
+  uint64_t errors = 0;                    // blocks with no good copy
 };
 
 struct PoolInfo {
   std::string name;
   uint64_t guid = 0;
-  std::string health;  // ONLINE or SUSPENDED (a failed txg commit)
-  uint64_t size = 0;   // allocatable bytes
+  // ONLINE, DEGRADED (a mirror lost a child: redundancy lost, data intact) or SUSPENDED
+  // (a failed txg commit).
+  std::string health;
+  uint64_t size = 0;  // allocatable bytes
   uint64_t allocated = 0;
   uint64_t free = 0;
   uint64_t txg = 0;  // last synced
   uint32_t ashift = 12;
   std::vector<VdevInfo> vdevs;
   std::map<std::string, std::string> props;
+  ScanInfo scan;
+  // Data that could not be read from any copy since the pool was opened: "pool/vol:
+  // offset N" or "pool/vol: <metadata>" (zpool status -v's permanent errors).
+  std::vector<std::string> data_errors;
 };
 
 // A pool found by reading labels (zpool import without a name).
@@ -171,16 +194,35 @@ struct DiscoveredPool {
   uint64_t txg = 0;
   std::vector<std::pair<uint32_t, std::string>> vdevs;  // (vdev id, path) found
   size_t vdev_count = 0;                                // how many the pool has
-  bool complete() const { return vdevs.size() == vdev_count; }
+  // Every top-level vdev has a device here (a mirror: one child at least).
+  bool complete() const {
+    std::vector<bool> found(vdev_count, false);
+    for (const auto& [id, path] : vdevs) {
+      if (id < vdev_count) found[id] = true;
+    }
+    return std::find(found.begin(), found.end(), false) == found.end();
+  }
+};
+
+// One top-level vdev to create: a plain vdev (one device) or a mirror of 2-16.
+struct VdevSpec {
+  bool mirror = false;
+  std::vector<bdev::BlockDevicePtr> devices;
+  std::vector<std::string> paths;  // names for labels and zpool status; default device names
 };
 
 class Pool : public std::enable_shared_from_this<Pool> {
  public:
+  // Writes fresh labels and an empty txg 1 on the vdevs (ids in the order given).
+  static Result<std::shared_ptr<Pool>> Create(const std::string& name, std::vector<VdevSpec> vdevs,
+                                              const PoolCreateOptions& options = {});
   // Writes fresh labels and an empty txg 1 on `vdevs` (in vdev-id order).
   static Result<std::shared_ptr<Pool>> Create(const std::string& name,
                                               std::vector<bdev::BlockDevicePtr> vdevs,
                                               const PoolCreateOptions& options = {});
-  // Opens the pool whose vdevs are `vdevs` (any order; all of them). Takes the newest
+  // Opens the pool whose vdevs are `vdevs` (any order). Every plain vdev must be there; a
+  // mirror needs one child (the pool is then DEGRADED), else import refuses naming the
+  // missing devices. Takes the newest
   // uberblock whose checksum, MOS and space map verify; an older one only with
   // options.rewind (else EUCLEAN, writing nothing). Every check is made before anything is
   // written.
@@ -247,6 +289,27 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // comment, cachemax and dirtymax (taking effect at the next import: memory_bounds.h),
   // user props (a:b). Synced before it returns.
   Status SetPoolProperty(const std::string& prop, const std::string& value);
+
+  // Redundancy (vdev.h, scan.cc, vdev_admin.cc). Scrub starts a scan in the background (a
+  // paused scrub resumes); EBUSY while one runs. WaitScan waits for it to end or pause.
+  Status Scrub();
+  Status CancelScrub();  // zpool scrub -s
+  Status PauseScrub();   // zpool scrub -p
+  Status WaitScan();
+  // `device` names a leaf by its path or guid (as zpool status shows it). Offline/online
+  // stop and restart I/O to a mirror's child (online also clears a FAULTED one; a scrub
+  // heals what it missed); Clear resets the error counters and the error list and brings
+  // FAULTED children back. Replace swaps a child for `new_device` and resilvers it;
+  // Attach adds `new_device` beside `existing` (making or widening a mirror) and resilvers;
+  // Detach removes a mirror's child.
+  Status Offline(const std::string& device);
+  Status Online(const std::string& device);
+  Status Clear();
+  Status Replace(const std::string& old_device, bdev::BlockDevicePtr new_device,
+                 const std::string& new_path);
+  Status Attach(const std::string& existing, bdev::BlockDevicePtr new_device,
+                const std::string& new_path);
+  Status Detach(const std::string& device);
 
   // What the import of this pool discarded, if anything (empty for a created pool).
   const ImportReport& import_report() const;

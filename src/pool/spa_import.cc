@@ -93,13 +93,31 @@ void ResetSpace(PoolImpl& p) {
 Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name,
                                            std::vector<bdev::BlockDevicePtr> devices,
                                            const PoolCreateOptions& options) {
+  std::vector<VdevSpec> specs;
+  for (auto& d : devices) specs.push_back(VdevSpec{false, {std::move(d)}, {}});
+  return Create(name, std::move(specs), options);
+}
+
+Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<VdevSpec> specs,
+                                           const PoolCreateOptions& options) {
   VS_RETURN_IF_ERROR(ValidatePoolName(name));
   if (options.ashift < 9 || options.ashift > 16) {
     return Status::InvalidArgument("invalid ashift " + std::to_string(options.ashift) +
                                    ": expected 9..16");
   }
-  if (devices.empty()) return Status::InvalidArgument("a pool needs at least one vdev");
-  if (devices.size() > 1024) return Status::InvalidArgument("too many vdevs");
+  if (specs.empty()) return Status::InvalidArgument("a pool needs at least one vdev");
+  if (specs.size() > 1024) return Status::InvalidArgument("too many vdevs");
+  std::vector<bdev::BlockDevicePtr> devices;
+  for (auto& spec : specs) {
+    if (spec.devices.empty() || (!spec.mirror && spec.devices.size() != 1)) {
+      return Status::InvalidArgument("a vdev is one device");
+    }
+    if (spec.mirror && (spec.devices.size() < 2 || spec.devices.size() > 16)) {
+      return Status::InvalidArgument("a mirror needs 2 to 16 devices");
+    }
+    spec.paths.resize(spec.devices.size());
+    for (auto& d : spec.devices) devices.push_back(d);
+  }
   for (size_t i = 0; i < devices.size(); i++) {
     auto& d = devices[i];
     for (size_t j = 0; j < i; j++) {
@@ -137,12 +155,25 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name,
   impl->props["creation"] = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
                                                std::chrono::system_clock::now().time_since_epoch())
                                                .count());
-  for (size_t i = 0; i < devices.size(); i++) {
+  for (size_t i = 0; i < specs.size(); i++) {
     const uint64_t g = RandomGuid();
-    impl->vdevs.push_back(std::make_unique<Vdev>(devices[i], static_cast<uint32_t>(i), g));
+    auto& spec = specs[i];
+    const auto id = static_cast<uint32_t>(i);
+    if (spec.mirror) {
+      std::vector<Vdev::ChildSpec> kids;
+      uint64_t end = UINT64_MAX;
+      for (size_t k = 0; k < spec.devices.size(); k++) {
+        end = std::min(end, AllocEnd(spec.devices[k]->size()));
+        kids.push_back({spec.devices[k], RandomGuid(), spec.paths[k]});
+      }
+      impl->vdevs.push_back(std::make_unique<Vdev>(std::move(kids), id, g, end));
+    } else {
+      impl->vdevs.push_back(std::make_unique<Vdev>(spec.devices[0], id, g, spec.paths[0]));
+    }
     impl->vdev_guids.push_back(g);
     impl->guid_sum += g;
   }
+  for (auto& v : impl->vdevs) v->set_repair(true);
   ResetSpace(*impl);
   impl->open_txg = 1;
   impl->mos_dirty = true;
@@ -275,24 +306,17 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
                         "' is marked active (in use or not exported); use -f to import");
   }
   const size_t n = newest->vdev_guids.size();
-  std::vector<bdev::BlockDevicePtr> by_id(n);
+  // Each top-level vdev's devices, and its newest config (a mirror's children list).
+  std::vector<std::vector<size_t>> by_id(n);
+  std::vector<const LabelConfig*> vdev_config(n, nullptr);
   for (size_t i = 0; i < devices.size(); i++) {
     const auto& c = configs[i];
     if (c.vdev_id >= n || newest->vdev_guids[c.vdev_id] != c.vdev_guid) {
       return Status::InvalidArgument(devices[i]->name() + " is not a vdev of pool '" +
                                      newest->name + "'");
     }
-    if (by_id[c.vdev_id]) {
-      return Status::InvalidArgument(devices[i]->name() + ": vdev " + std::to_string(c.vdev_id) +
-                                     " given twice");
-    }
-    by_id[c.vdev_id] = devices[i];
-  }
-  for (size_t i = 0; i < n; i++) {
-    if (!by_id[i]) {
-      return Status::NotFound("pool '" + newest->name + "': vdev " + std::to_string(i) +
-                              " is missing");
-    }
+    by_id[c.vdev_id].push_back(i);
+    if (!vdev_config[c.vdev_id] || c.txg > vdev_config[c.vdev_id]->txg) vdev_config[c.vdev_id] = &c;
   }
   auto impl = std::make_unique<PoolImpl>();
   impl->name = newest->name;
@@ -300,11 +324,57 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
   impl->ashift = newest->ashift;
   impl->tuning = options.tuning;
   impl->vdev_guids = newest->vdev_guids;
-  for (size_t i = 0; i < n; i++) {
+  std::vector<std::string> missing;
+  for (size_t id = 0; id < n; id++) {
+    const auto vid = static_cast<uint32_t>(id);
+    const LabelConfig* vc = vdev_config[id];
+    if (vc == nullptr) {
+      missing.push_back("vdev " + std::to_string(id) + " is missing");
+      continue;
+    }
+    if (!vc->is_mirror()) {
+      if (by_id[id].size() > 1) {
+        return Status::InvalidArgument(devices[by_id[id][1]]->name() + ": vdev " +
+                                       std::to_string(id) + " given twice");
+      }
+      impl->vdevs.push_back(
+          std::make_unique<Vdev>(devices[by_id[id][0]], vid, newest->vdev_guids[id]));
+      continue;
+    }
+    // A mirror: each child of the newest children list, found by its leaf guid.
+    std::vector<Vdev::ChildSpec> kids;
+    size_t present = 0;
+    for (const auto& child : vc->children) kids.push_back({nullptr, child.guid, child.path});
+    for (size_t i : by_id[id]) {
+      const auto& c = configs[i];
+      auto it = std::find_if(kids.begin(), kids.end(),
+                             [&](const Vdev::ChildSpec& k) { return k.guid == c.leaf_guid; });
+      // Detached or replaced since (its own label is older): its copy is stale, as when a
+      // crash cut a replace short after the new labels were written. Left out.
+      if (it == kids.end()) continue;
+      if (it->device) {
+        return Status::InvalidArgument(devices[i]->name() + ": a child of mirror-" +
+                                       std::to_string(id) + " given twice");
+      }
+      it->device = devices[i];
+      present++;
+    }
+    if (present == 0) {
+      std::string names;
+      for (const auto& k : kids) names += (names.empty() ? "" : ", ") + k.path;
+      missing.push_back("mirror-" + std::to_string(id) + " has none of its devices (missing " +
+                        names + "): more are missing than its redundancy allows");
+      continue;
+    }
     impl->vdevs.push_back(
-        std::make_unique<Vdev>(by_id[i], static_cast<uint32_t>(i), newest->vdev_guids[i]));
-    impl->guid_sum += newest->vdev_guids[i];
+        std::make_unique<Vdev>(std::move(kids), vid, newest->vdev_guids[id], vc->alloc_end));
   }
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) list += (list.empty() ? "" : "; ") + m;
+    return Status::NotFound("pool '" + newest->name + "': " + list);
+  }
+  for (size_t i = 0; i < n; i++) impl->guid_sum += newest->vdev_guids[i];
   std::vector<Uberblock> ubs;
   uint64_t max_txg = 0;
   for (auto& v : impl->vdevs) {
@@ -369,6 +439,10 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
     return st.WithContext("pool '" + impl->name + "' not imported");
   }
   impl->open_txg = max_txg + 1;
+  if (!options.read_only) {
+    // Reads heal from here on; the checks above wrote nothing.
+    for (auto& v : impl->vdevs) v->set_repair(true);
+  }
   if (options.read_only) {
     // Looking only: the pool reads as of its last txg; a writable import replays the log.
     impl->read_only = true;
@@ -401,6 +475,7 @@ std::vector<DiscoveredPool> DiscoverPools(
     const std::vector<std::pair<std::string, bdev::BlockDevicePtr>>& devices) {
   std::map<uint64_t, DiscoveredPool> pools;
   std::map<uint64_t, uint64_t> newest;
+  std::map<uint64_t, std::set<uint64_t>> seen;
   for (const auto& [path, dev] : devices) {
     auto c = Vdev::ReadLabelConfig(*dev);
     if (!c.ok()) continue;
@@ -413,9 +488,9 @@ std::vector<DiscoveredPool> DiscoverPools(
       p.txg = c->txg;
       p.vdev_count = c->vdev_guids.size();
     }
-    bool dup = false;
-    for (auto& [id, _] : p.vdevs) dup |= id == c->vdev_id;
-    if (!dup) p.vdevs.emplace_back(c->vdev_id, path);
+    // A mirror's children share its vdev id: each is listed once (by its leaf guid).
+    const uint64_t leaf = c->is_mirror() ? c->leaf_guid : c->vdev_guid;
+    if (seen[c->pool_guid].insert(leaf).second) p.vdevs.emplace_back(c->vdev_id, path);
   }
   std::vector<DiscoveredPool> out;
   for (auto& [g, p] : pools) {

@@ -359,7 +359,8 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     }
   }
   deferred[txg] = std::move(ctx.deferred);
-  while (!deferred.empty() && deferred.begin()->first + kTxgDefer <= txg) {
+  while (!deferred.empty() && deferred.begin()->first + kTxgDefer <= txg &&
+         (scan_pin_txg == 0 || deferred.begin()->first < scan_pin_txg)) {  // scan.cc
     for (const Dva& d : deferred.begin()->second) ReleaseLocked(d);
     deferred.erase(deferred.begin());
   }

@@ -1,14 +1,31 @@
-// Vdev: one leaf device of a pool and the label I/O on it (labels, uberblock ring). Data
-// blocks are read and written through device() directly by the pool. device() is the
-// caller's device behind a thin forwarding layer that counts failed operations (errors(),
-// zpool status's READ and WRITE columns); the pool counts checksum mismatches itself.
-// Thread-safe: all state is immutable after construction or atomic; I/O goes to the
-// (thread-safe) BlockDevice.
+// Vdev: one top-level vdev of a pool (what a DVA's vdev id names) and the label I/O on its
+// leaves (labels, uberblock ring).
+//
+// A top-level vdev is either one leaf device (a plain vdev) or a mirror of 1-16 leaves
+// (children) that all hold the same bytes at the same offsets. Data blocks are read and
+// written through device(): a plain vdev's is the leaf behind a thin layer that counts
+// failed operations (zpool status's READ and WRITE columns); a mirror's is a MirrorDevice
+// (mirror_device.h) that writes and flushes every child in parallel and reads one. Reads
+// that must be right go through ReadVerified, which tries the other children when a copy
+// does not match its checksum and rewrites the bad copies (self-heal, counted in CKSUM).
+//
+// Leaf states (zpool's words): ONLINE; OFFLINE (zpool offline: no I/O until online);
+// FAULTED (a write or flush failed: no I/O until zpool clear or online, its copy may be
+// stale and is healed by reads and scrub); UNAVAIL (missing at import). A RESILVERING leaf
+// (replace, attach) is written but not read until its resilver has copied every block.
+//
+// Threads: I/O methods are safe from any thread and run beside each other. The children
+// list changes only under children_mu_ held exclusively (replace, attach, detach), I/O
+// holds it shared; leaf states and counters are atomic.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <shared_mutex>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "bdev/block_device.h"
@@ -16,40 +33,124 @@
 
 namespace volstack::pool {
 
-// Error counters of one vdev since the pool was opened.
+// Error counters of one leaf since the pool was opened.
 struct VdevErrors {
   std::atomic<uint64_t> read{0};      // failed reads
   std::atomic<uint64_t> write{0};     // failed writes, zeroings and flushes
   std::atomic<uint64_t> checksum{0};  // blocks read whose checksum did not match
 };
 
+enum class LeafState : int { kOnline, kOffline, kFaulted, kUnavail };
+const char* LeafStateName(LeafState s);
+
+// One leaf device of a top-level vdev.
+struct Leaf {
+  bdev::BlockDevicePtr device;  // behind the error-counting layer; null when UNAVAIL
+  uint64_t guid = 0;
+  std::string path;  // the name it is known by (labels, zpool status)
+  std::shared_ptr<VdevErrors> errors = std::make_shared<VdevErrors>();
+  std::atomic<LeafState> state{LeafState::kOnline};
+  std::atomic<bool> resilvering{false};  // written, not read, until its resilver is done
+  bool usable() const { return device && state.load() == LeafState::kOnline; }
+  bool readable() const { return usable() && !resilvering.load(); }
+};
+using LeafPtr = std::shared_ptr<Leaf>;
+
+// What a verified read or a scrub did beyond reading.
+struct HealCounts {
+  uint64_t repaired_bytes = 0;  // bytes rewritten on children whose copy was bad
+  uint64_t bad_copies = 0;      // copies that failed to read or did not match
+};
+
+// True when the bytes read are the block's (its checksum, or a log block's own check).
+using BlockVerifier = std::function<bool(std::span<const uint8_t>)>;
+
 class Vdev {
  public:
-  Vdev(bdev::BlockDevicePtr device, uint32_t id, uint64_t guid);
+  // A plain vdev.
+  Vdev(bdev::BlockDevicePtr device, uint32_t id, uint64_t guid, std::string path = {});
+  // A mirror. A child with a null device is UNAVAIL. `alloc_end` is fixed for the life of
+  // the pool (the smallest child's when created), so a child missing at import does not
+  // change where blocks may go.
+  struct ChildSpec {
+    bdev::BlockDevicePtr device;
+    uint64_t guid = 0;
+    std::string path;
+  };
+  Vdev(std::vector<ChildSpec> children, uint32_t id, uint64_t guid, uint64_t alloc_end);
+  ~Vdev();
 
+  bool is_mirror() const { return mirror_; }
+  // Where data blocks are read and written (see the top of this file).
   const bdev::BlockDevicePtr& device() const { return device_; }
   uint32_t id() const { return id_; }
   uint64_t guid() const { return guid_; }
-  uint64_t size() const { return device_->size(); }
   uint64_t alloc_start() const { return kAllocStart; }
-  uint64_t alloc_end() const { return AllocEnd(size()); }
-  VdevErrors& errors() const { return *errors_; }
+  uint64_t alloc_end() const { return alloc_end_; }
+  // A copy of the children list (a plain vdev: its one leaf).
+  std::vector<LeafPtr> children() const;
+  // ONLINE, DEGRADED (a mirror with a child not ONLINE but one readable) or UNAVAIL.
+  std::string StateName() const;
+  // True when every child is readable (no redundancy lost).
+  bool healthy() const;
+  // The sum of the children's counters.
+  uint64_t ReadErrors() const;
+  uint64_t WriteErrors() const;
+  uint64_t ChecksumErrors() const;
 
-  // Writes the config into labels with the given parity (0: L0,L2; 1: L1,L3).
+  // Reads [offset, offset + buf.size()) from a readable child whose bytes `ok` accepts,
+  // trying each in turn; the children that gave bad bytes (counted in their CKSUM) or
+  // failed to read are rewritten with the good bytes. Corruption when no copy is good (an
+  // I/O error when none could be read at all). `heal` (if given) adds what was repaired.
+  Status ReadVerified(uint64_t offset, std::span<uint8_t> buf, const BlockVerifier& ok,
+                      HealCounts* heal = nullptr);
+  // Scrub / resilver of one block: reads every readable child and every resilvering one,
+  // and rewrites each copy that is not good from a good one. A resilvering child's bad
+  // copy is expected (it is being filled) and not counted as a checksum error. Corruption
+  // when no readable child has a good copy. `good` (if given) gets the good bytes.
+  Status ScrubBlock(uint64_t offset, uint64_t length, const BlockVerifier& ok, HealCounts* heal,
+                    std::vector<uint8_t>* good = nullptr);
+
+  // Writes the config into the labels of every usable leaf with the given parity (0: L0,L2;
+  // 1: L1,L3), each with its own leaf fields. A mirror needs one leaf to succeed.
   Status WriteLabelConfigs(const LabelConfig& config, int parity);
-  // Writes `ub` into slot txg % kUberSlots of all four labels.
+  // Writes `ub` into slot txg % kUberSlots of all four labels of every usable leaf.
   Status WriteUberblock(const Uberblock& ub);
-  // Every uberblock that decodes, from all four labels.
+  // Every uberblock that decodes, from all four labels of every leaf.
   std::vector<Uberblock> ReadUberblocks();
+  // Scrub of the label configs: every copy that does not decode on a usable leaf is
+  // rewritten from `config`. Returns the number rewritten.
+  Result<uint64_t> RepairLabels(const LabelConfig& config);
+
+  // Replaces child `index` with `device` (RESILVERING until FinishResilver), or appends it
+  // when index == children count (attach). A plain vdev becomes a mirror.
+  Status AttachChild(size_t index, bdev::BlockDevicePtr device, uint64_t guid, std::string path);
+  // Removes the child (detach). A mirror keeps at least one readable child.
+  Status DetachChild(uint64_t guid);
+  // The leaf with this guid or path, or null.
+  LeafPtr FindChild(const std::string& guid_or_path) const;
+
+  // Whether reads rewrite bad copies (off until an import has passed its checks, and for a
+  // read-only import).
+  void set_repair(bool on) { repair_ = on; }
 
   // The newest valid config among the four labels, or the first error.
   static Result<LabelConfig> ReadLabelConfig(bdev::BlockDevice& device);
 
  private:
-  std::shared_ptr<VdevErrors> errors_;  // shared with the counting layer in device_
+  class MirrorDevice;
+  Status WriteLeafLabels(Leaf& leaf, const LabelConfig& config, int parity);
+  std::vector<LeafPtr> ReadableChildrenLocked(bool include_resilvering) const;
+
+  mutable std::shared_mutex children_mu_;
+  std::vector<LeafPtr> children_;  // GUARDED_BY(children_mu_)
+  bool mirror_;                    // GUARDED_BY(children_mu_) for writes; read freely
   bdev::BlockDevicePtr device_;
   uint32_t id_;
   uint64_t guid_;
+  uint64_t alloc_end_;
+  std::atomic<uint32_t> rotor_{0};  // which child a read starts with
+  std::atomic<bool> repair_{false};
 };
 
 }  // namespace volstack::pool

@@ -169,7 +169,10 @@ Result<std::shared_ptr<Volume::Indirect>> Volume::LoadIndirect(const BlockPtr& b
     return Status::IoError(phys_.name + ": corrupt indirect block pointer " + bp.ToString());
   }
   std::vector<uint8_t> buf(kIndirectBlockSize);
-  VS_RETURN_IF_ERROR(pool_->ReadBlock(bp, buf.data()));
+  if (Status st = pool_->ReadBlock(bp, buf.data()); !st.ok()) {
+    if (st.IsCorruption()) pool_->NoteDataError(phys_.name + ": <metadata> " + bp.ToString());
+    return st;
+  }
   for (uint32_t i = 0; i < kBpsPerIndirect; i++) {
     auto child = DecodeBlockPtr(std::span<const uint8_t>(buf.data() + i * kBlkptrSize, 128));
     if (!child.ok()) return Status::IoError(phys_.name + ": " + child.status().message());

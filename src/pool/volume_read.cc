@@ -110,12 +110,21 @@ Status Volume::ReadBp(BlockPtr bp, uint64_t blkid, uint32_t in_off, uint8_t* dst
       st = pool_->ReadBlock(bp, tmp, asked, offer);
       if (st.ok()) std::memcpy(dst, tmp + in_off, n);
     }
-    if (st.ok() || attempt > 0) return st;
+    if (st.ok()) return st;
+    if (attempt > 0) {
+      if (st.IsCorruption())
+        pool_->NoteDataError(phys_.name + ": offset " + std::to_string(blkid * vbs_));
+      return st;
+    }
     // The block may have been rewritten and its old copy reused meanwhile: look again.
     std::lock_guard l(tree_mu_);
     uint64_t span;
     auto again = LookupL0Locked(blkid, &span);
-    if (!again.ok() || *again == bp) return st;
+    if (!again.ok() || *again == bp) {
+      if (st.IsCorruption())
+        pool_->NoteDataError(phys_.name + ": offset " + std::to_string(blkid * vbs_));
+      return st;
+    }
     bp = *again;
   }
 }

@@ -120,12 +120,20 @@ Result<std::shared_ptr<pool::Pool>> Stack::ImportCachedPool(const std::string& n
   VS_ASSIGN_OR_RETURN(auto entry, FindCachedPool(state_.root, name));
   if (!entry) return Status::NotFound("cannot open '" + name + "': no such pool");
   std::vector<bdev::BlockDevicePtr> devs;
+  std::string missing;  // a mirror may do without some: the import decides
   for (const auto& v : entry->vdevs) {
     auto d = Resolve(v, read_only, lookup);
+    if (!d.ok() && d.status().IsNotFound()) {
+      missing += (missing.empty() ? "" : ", ") + v;
+      continue;
+    }
     if (!d.ok()) {
       return d.status().WithContext("cannot open pool '" + name + "': vdev " + v);
     }
     devs.push_back(*d);
+  }
+  if (devs.empty()) {
+    return Status::NotFound("cannot open pool '" + name + "': vdev " + missing + " is missing");
   }
   pool::PoolImportOptions io;
   io.expected_guid = entry->guid;  // checked before anything is written to the vdevs
@@ -134,7 +142,12 @@ Result<std::shared_ptr<pool::Pool>> Stack::ImportCachedPool(const std::string& n
   // the same command: a data cache, whose tables are sized by the pool's cachemax, would
   // cost it more than all it reads.
   io.tuning.cache_data = !read_only;
-  VS_ASSIGN_OR_RETURN(auto p, pool::Pool::Import(devs, io));
+  auto imported = pool::Pool::Import(devs, io);
+  if (!imported.ok() && !missing.empty()) {
+    return imported.status().WithContext("cannot open pool '" + name + "' (missing " + missing +
+                                         ")");
+  }
+  VS_ASSIGN_OR_RETURN(auto p, std::move(imported));
   if (p->guid() != entry->guid) {
     return Status::NotFound("cannot open '" + name + "': the vdevs now hold another pool");
   }
