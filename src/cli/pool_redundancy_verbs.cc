@@ -218,10 +218,13 @@ int Scrub(Context& ctx, const std::string& name, bool stop, bool pause, bool wai
   Status st = stop ? (*p)->CancelScrub() : pause ? (*p)->PauseScrub() : (*p)->Scrub();
   if (!st.ok()) return ReportFailure(st.WithContext("cannot scrub " + name));
   if (stop || pause) return kExitOk;
-  if (wait || !HeldElsewhere(*p)) {
+  const bool here = !HeldElsewhere(*p);
+  if (wait || here) {
     st = (*p)->WaitScan();
     if (!st.ok()) return ReportFailure(st.WithContext("cannot scrub " + name));
   }
+  // No one keeps the pool open to show it later: the outcome now.
+  if (here) PrintScan((*p)->Info().scan);
   return kExitOk;
 }
 

@@ -308,7 +308,7 @@ uint64_t Vdev::ChecksumErrors() const {
 }
 
 Status Vdev::ReadVerified(uint64_t offset, std::span<uint8_t> buf, const BlockVerifier& ok,
-                          HealCounts* heal) {
+                          HealCounts* heal, bool count) {
   std::vector<LeafPtr> kids;
   {
     std::shared_lock l(children_mu_);
@@ -329,7 +329,7 @@ Status Vdev::ReadVerified(uint64_t offset, std::span<uint8_t> buf, const BlockVe
       continue;
     }
     if (!ok(buf)) {
-      k->errors->checksum++;
+      if (count) k->errors->checksum++;
       mismatch = true;
       bad.push_back(k);
       continue;

@@ -102,8 +102,10 @@ class Vdev {
   // trying each in turn; the children that gave bad bytes (counted in their CKSUM) or
   // failed to read are rewritten with the good bytes. Corruption when no copy is good (an
   // I/O error when none could be read at all). `heal` (if given) adds what was repaired.
+  // `count` false: a copy that `ok` refuses is not a checksum error (an intent-log chain
+  // ends at the first block that is not the expected one).
   Status ReadVerified(uint64_t offset, std::span<uint8_t> buf, const BlockVerifier& ok,
-                      HealCounts* heal = nullptr);
+                      HealCounts* heal = nullptr, bool count = true);
   // Scrub / resilver of one block: reads every readable child and every resilvering one,
   // and rewrites each copy that is not good from a good one. A resilvering child's bad
   // copy is expected (it is being filled) and not counted as a checksum error. Corruption

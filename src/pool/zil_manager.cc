@@ -288,7 +288,16 @@ Status ZilManager::Claim(const DatasetPhys& d, std::vector<RangeSet>& free) {
          cur.offset >= kAllocStart &&
          cur.offset + cur.asize() <= pool_->vdevs[cur.vdev]->alloc_end()) {
     buf.resize(cur.asize());
-    if (Status st = pool_->vdevs[cur.vdev]->device()->Read(cur.offset, buf); !st.ok()) {
+    // On a mirror a child that missed this block is read past and healed (vdev.h).
+    Status st = pool_->vdevs[cur.vdev]->ReadVerified(
+        cur.offset, buf,
+        [&](std::span<const uint8_t> b) {
+          auto blk = DecodeZilBlock(b, d.zil.guid, seq);
+          return blk.ok() && blk->info.dataset_guid == d.guid;
+        },
+        nullptr, /*count=*/false);
+    if (st.IsCorruption()) break;  // no copy is the next block: the chain ends here
+    if (!st.ok()) {
       if (claim_error_.ok()) {
         claim_error_ = st.WithContext("the intent log of " + d.name + " cannot be read (block " +
                                       std::to_string(seq) + ")");
