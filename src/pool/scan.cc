@@ -77,8 +77,7 @@ class Walker {
     if (bp.IsHole()) return true;
     if (Stopped()) return false;
     const Dva& d = bp.dva[0];
-    if (d.vdev >= pool_->vdevs.size() || d.offset < kAllocStart ||
-        d.offset + d.asize() > pool_->vdevs[d.vdev]->alloc_end() || bp.psize > bp.lsize) {
+    if (!InRange(bp)) {
       Error(bp);
       Note(0, 0, {}, true);
       return true;
@@ -99,13 +98,78 @@ class Walker {
       return true;
     }
     if (bp.type != BlockType::kVolIndirect) return true;
+    std::vector<BlockPtr> kids;
     for (uint32_t i = 0; i < kBpsPerIndirect; i++) {
       auto child = DecodeBlockPtr(std::span<const uint8_t>(good.data() + i * kBlkptrSize, 128));
-      if (!child.ok()) continue;
-      if (!Visit(*child)) return false;
+      if (child.ok() && !child->IsHole()) kids.push_back(*child);
+    }
+    if (bp.level == 1) {
+      if (!VisitData(kids)) return false;
+    } else {
+      for (const auto& k : kids) {
+        if (!Visit(k)) return false;
+      }
     }
     seen_.insert(key);
     return true;
+  }
+
+  // An L1 block's data blocks, in runs of blocks adjacent on disk (up to kRunBytes) read
+  // once per child: a volume written in order scrubs at the speed of large reads.
+  static constexpr uint64_t kRunBytes = 1 << 20;
+  bool VisitData(const std::vector<BlockPtr>& bps) {
+    size_t i = 0;
+    while (i < bps.size()) {
+      if (Stopped()) return false;
+      const Dva& d0 = bps[i].dva[0];
+      if (!InRange(bps[i])) {
+        Error(bps[i]);
+        Note(0, 0, {}, true);
+        i++;
+        continue;
+      }
+      size_t j = i + 1;
+      uint64_t end = d0.offset + d0.asize();
+      while (j < bps.size() && InRange(bps[j]) && bps[j].dva[0].vdev == d0.vdev &&
+             bps[j].dva[0].offset == end && end + bps[j].dva[0].asize() - d0.offset <= kRunBytes) {
+        end += bps[j].dva[0].asize();
+        j++;
+      }
+      std::vector<Vdev::ScrubPiece> pieces;
+      uint64_t asize = 0, psize = 0;
+      for (size_t k = i; k < j; k++) {
+        const BlockPtr& b = bps[k];
+        pieces.push_back(
+            {b.dva[0].offset - d0.offset, b.psize,
+             [&b](std::span<const uint8_t> x) { return ComputeChecksum(b.cksum, x) == b.checksum; },
+             false});
+        asize += b.dva[0].asize();
+        psize += b.psize;
+      }
+      HealCounts heal;
+      pool_->vdevs[d0.vdev]->ScrubRun(d0.offset, end - d0.offset, pieces, &heal);
+      uint64_t bad = 0;
+      for (size_t k = 0; k < pieces.size(); k++) {
+        if (pieces[k].bad) {
+          Error(bps[i + k]);
+          bad++;
+        }
+      }
+      Note(asize, psize, heal, false);
+      if (bad > 0) {
+        std::lock_guard l(pool_->scan_mu);
+        pool_->scan.errors += bad;
+      }
+      i = j;
+    }
+    return true;
+  }
+
+  bool InRange(const BlockPtr& bp) const {
+    const Dva& d = bp.dva[0];
+    return d.vdev < pool_->vdevs.size() && d.offset >= kAllocStart &&
+           d.offset + d.asize() <= pool_->vdevs[d.vdev]->alloc_end() && bp.psize <= bp.lsize &&
+           bp.psize <= d.asize();
   }
 
   void Error(const BlockPtr& bp) {

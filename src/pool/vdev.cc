@@ -354,32 +354,58 @@ Status Vdev::ReadVerified(uint64_t offset, std::span<uint8_t> buf, const BlockVe
 
 Status Vdev::ScrubBlock(uint64_t offset, uint64_t length, const BlockVerifier& ok, HealCounts* heal,
                         std::vector<uint8_t>* good_out) {
+  std::vector<ScrubPiece> one{{0, length, ok, false}};
+  std::vector<uint8_t> good;
+  ScrubRunImpl(offset, length, one, heal, good_out ? &good : nullptr);
+  if (one[0].bad) {
+    return Status::Corruption("no good copy at vdev " + std::to_string(id_) + " offset " +
+                              std::to_string(offset));
+  }
+  if (good_out) *good_out = std::move(good);
+  return Status::Ok();
+}
+
+void Vdev::ScrubRun(uint64_t offset, uint64_t length, std::vector<ScrubPiece>& pieces,
+                    HealCounts* heal) {
+  ScrubRunImpl(offset, length, pieces, heal, nullptr);
+}
+
+void Vdev::ScrubRunImpl(uint64_t offset, uint64_t length, std::vector<ScrubPiece>& pieces,
+                        HealCounts* heal, std::vector<uint8_t>* first_good) {
   std::vector<LeafPtr> kids;
   {
     std::shared_lock l(children_mu_);
     kids = ReadableChildrenLocked(true);
   }
   std::vector<std::vector<uint8_t>> copies(kids.size());
-  std::vector<bool> good(kids.size(), false);
-  int source = -1;
+  std::vector<bool> read_ok(kids.size());
   for (size_t i = 0; i < kids.size(); i++) {
     copies[i].resize(length);
-    Status st = kids[i]->device->Read(offset, copies[i]);
-    good[i] = st.ok() && ok(copies[i]);
-    if (st.ok() && !good[i] && !kids[i]->resilvering) kids[i]->errors->checksum++;
-    if (good[i] && source < 0 && !kids[i]->resilvering) source = static_cast<int>(i);
+    read_ok[i] = kids[i]->device->Read(offset, copies[i]).ok();
   }
-  if (source < 0) {
-    return Status::Corruption("no good copy at vdev " + std::to_string(id_) + " offset " +
-                              std::to_string(offset));
+  std::vector<bool> good(kids.size());
+  for (auto& piece : pieces) {
+    int source = -1;
+    for (size_t i = 0; i < kids.size(); i++) {
+      const std::span<const uint8_t> b(copies[i].data() + piece.rel, piece.length);
+      good[i] = read_ok[i] && piece.ok(b);
+      if (read_ok[i] && !good[i] && !kids[i]->resilvering) kids[i]->errors->checksum++;
+      if (good[i] && source < 0 && !kids[i]->resilvering) source = static_cast<int>(i);
+    }
+    if (source < 0) {
+      piece.bad = true;
+      continue;
+    }
+    const std::span<const uint8_t> src(copies[source].data() + piece.rel, piece.length);
+    for (size_t i = 0; i < kids.size(); i++) {
+      if (good[i]) continue;
+      if (heal) heal->bad_copies++;
+      if (kids[i]->device->Write(offset + piece.rel, src).ok() && heal) {
+        heal->repaired_bytes += piece.length;
+      }
+    }
+    if (first_good && first_good->empty()) first_good->assign(src.begin(), src.end());
   }
-  for (size_t i = 0; i < kids.size(); i++) {
-    if (good[i]) continue;
-    if (heal) heal->bad_copies++;
-    if (kids[i]->device->Write(offset, copies[source]).ok() && heal) heal->repaired_bytes += length;
-  }
-  if (good_out) *good_out = std::move(copies[source]);
-  return Status::Ok();
 }
 
 Status Vdev::WriteLeafLabels(Leaf& leaf, const LabelConfig& config, int parity) {

@@ -113,6 +113,18 @@ class Vdev {
   Status ScrubBlock(uint64_t offset, uint64_t length, const BlockVerifier& ok, HealCounts* heal,
                     std::vector<uint8_t>* good = nullptr);
 
+  // ScrubBlock for adjacent blocks: the run [offset, offset + length) is read once from
+  // each child and every piece is verified and repaired alone. A piece with no good copy
+  // gets `bad` set.
+  struct ScrubPiece {
+    uint64_t rel = 0;  // offset in the run
+    uint64_t length = 0;
+    BlockVerifier ok;
+    bool bad = false;
+  };
+  void ScrubRun(uint64_t offset, uint64_t length, std::vector<ScrubPiece>& pieces,
+                HealCounts* heal);
+
   // Writes the config into the labels of every usable leaf with the given parity (0: L0,L2;
   // 1: L1,L3), each with its own leaf fields. A mirror needs one leaf to succeed.
   Status WriteLabelConfigs(const LabelConfig& config, int parity);
@@ -143,6 +155,8 @@ class Vdev {
   class MirrorDevice;
   Status WriteLeafLabels(Leaf& leaf, const LabelConfig& config, int parity);
   std::vector<LeafPtr> ReadableChildrenLocked(bool include_resilvering) const;
+  void ScrubRunImpl(uint64_t offset, uint64_t length, std::vector<ScrubPiece>& pieces,
+                    HealCounts* heal, std::vector<uint8_t>* first_good);
 
   mutable std::shared_mutex children_mu_;
   std::vector<LeafPtr> children_;  // GUARDED_BY(children_mu_)
