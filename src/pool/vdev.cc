@@ -60,10 +60,25 @@ LeafPtr MakeLeaf(bdev::BlockDevicePtr device, uint64_t guid, std::string path) {
   return leaf;
 }
 
+}  // namespace
+
+const char* LeafStateName(LeafState s) {
+  switch (s) {
+    case LeafState::kOnline:
+      return "ONLINE";
+    case LeafState::kOffline:
+      return "OFFLINE";
+    case LeafState::kFaulted:
+      return "FAULTED";
+    default:
+      return "UNAVAIL";
+  }
+}
+
 // Runs jobs on threads of their own, one per child, so a mirror's write reaches every
 // child at once instead of one after the other. A job per child at a time: the caller
 // waits for all before it returns.
-class Fanout {
+class Vdev::Fanout {
  public:
   // Runs fn(i) for i in [0, n): i = 0 on the calling thread, the others on helpers.
   void Run(size_t n, const std::function<void(size_t)>& fn) {
@@ -140,21 +155,6 @@ class Fanout {
   std::deque<std::unique_ptr<Worker>> workers_;  // GUARDED_BY(mu_)
 };
 
-}  // namespace
-
-const char* LeafStateName(LeafState s) {
-  switch (s) {
-    case LeafState::kOnline:
-      return "ONLINE";
-    case LeafState::kOffline:
-      return "OFFLINE";
-    case LeafState::kFaulted:
-      return "FAULTED";
-    default:
-      return "UNAVAIL";
-  }
-}
-
 // The top-level vdev's data device: writes, write-zeroes and flushes go to every usable
 // child in parallel and succeed when one child's did (a mirror; a failing child is marked
 // FAULTED and left out from then on: its copy is stale); reads go to one readable child,
@@ -208,7 +208,7 @@ class Vdev::MirrorDevice final : public bdev::BlockDevice {
     }
     if (kids.empty()) return NoChild();
     std::vector<Status> st(kids.size());
-    fanout_.Run(kids.size(), [&](size_t i) { st[i] = op(*kids[i]); });
+    vdev_->fanout_->Run(kids.size(), [&](size_t i) { st[i] = op(*kids[i]); });
     if (!vdev_->mirror_) return st[0];
     size_t ok = 0;
     Status first;
@@ -225,7 +225,6 @@ class Vdev::MirrorDevice final : public bdev::BlockDevice {
   }
 
   Vdev* const vdev_;
-  Fanout fanout_;
 };
 
 namespace {
@@ -242,14 +241,22 @@ bdev::Geometry DataGeometry(const std::vector<LeafPtr>& kids, uint64_t alloc_end
 }  // namespace
 
 Vdev::Vdev(bdev::BlockDevicePtr device, uint32_t id, uint64_t guid, std::string path)
-    : mirror_(false), id_(id), guid_(guid), alloc_end_(AllocEnd(device->size())) {
+    : mirror_(false),
+      fanout_(std::make_unique<Fanout>()),
+      id_(id),
+      guid_(guid),
+      alloc_end_(AllocEnd(device->size())) {
   const std::string name = device->name();
   children_.push_back(MakeLeaf(std::move(device), guid, std::move(path)));
   device_ = std::make_shared<MirrorDevice>(this, name, DataGeometry(children_, alloc_end_));
 }
 
 Vdev::Vdev(std::vector<ChildSpec> children, uint32_t id, uint64_t guid, uint64_t alloc_end)
-    : mirror_(true), id_(id), guid_(guid), alloc_end_(alloc_end) {
+    : mirror_(true),
+      fanout_(std::make_unique<Fanout>()),
+      id_(id),
+      guid_(guid),
+      alloc_end_(alloc_end) {
   for (auto& c : children) children_.push_back(MakeLeaf(std::move(c.device), c.guid, c.path));
   device_ = std::make_shared<MirrorDevice>(this, "mirror-" + std::to_string(id),
                                            DataGeometry(children_, alloc_end_));
@@ -377,12 +384,18 @@ void Vdev::ScrubRunImpl(uint64_t offset, uint64_t length, std::vector<ScrubPiece
     std::shared_lock l(children_mu_);
     kids = ReadableChildrenLocked(true);
   }
-  std::vector<std::vector<uint8_t>> copies(kids.size());
-  std::vector<bool> read_ok(kids.size());
+  // Buffers kept per thread: a scan reuses them for every run (resize of a vector that is
+  // large enough touches no byte).
+  thread_local std::vector<std::vector<uint8_t>> scratch;
+  auto& copies = scratch;  // the helpers read into this thread's buffers
+  if (copies.size() < kids.size()) copies.resize(kids.size());
+  std::vector<char> read_ok(kids.size());
   for (size_t i = 0; i < kids.size(); i++) {
-    copies[i].resize(length);
-    read_ok[i] = kids[i]->device->Read(offset, copies[i]).ok();
+    if (copies[i].size() < length) copies[i].resize(length);
   }
+  fanout_->Run(kids.size(), [&](size_t i) {
+    read_ok[i] = kids[i]->device->Read(offset, std::span<uint8_t>(copies[i].data(), length)).ok();
+  });
   std::vector<bool> good(kids.size());
   for (auto& piece : pieces) {
     int source = -1;

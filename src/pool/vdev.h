@@ -153,6 +153,7 @@ class Vdev {
 
  private:
   class MirrorDevice;
+  class Fanout;  // runs one job per child in parallel (writes, scrub reads)
   Status WriteLeafLabels(Leaf& leaf, const LabelConfig& config, int parity);
   std::vector<LeafPtr> ReadableChildrenLocked(bool include_resilvering) const;
   void ScrubRunImpl(uint64_t offset, uint64_t length, std::vector<ScrubPiece>& pieces,
@@ -161,6 +162,7 @@ class Vdev {
   mutable std::shared_mutex children_mu_;
   std::vector<LeafPtr> children_;  // GUARDED_BY(children_mu_)
   bool mirror_;                    // GUARDED_BY(children_mu_) for writes; read freely
+  std::unique_ptr<Fanout> fanout_;
   bdev::BlockDevicePtr device_;
   uint32_t id_;
   uint64_t guid_;
