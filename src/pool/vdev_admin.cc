@@ -86,7 +86,7 @@ Status Pool::Offline(const std::string& device) {
   size_t others = 0;
   for (auto& k : f.vdev->children()) others += k != f.leaf && k->readable();
   if (others == 0) {
-    return Status::Busy("cannot offline " + device + ": no valid replicas");
+    return Status::Busy("no valid replicas");
   }
   f.leaf->state = LeafState::kOffline;
   return Status::Ok();
@@ -95,7 +95,7 @@ Status Pool::Offline(const std::string& device) {
 Status Pool::Online(const std::string& device) {
   VS_RETURN_IF_ERROR(Writable(*impl_));
   VS_ASSIGN_OR_RETURN(Found f, FindLeaf(*impl_, device));
-  if (!f.leaf->device) return Status::NotFound("cannot online " + device + ": device is missing");
+  if (!f.leaf->device) return Status::NotFound("device is missing");
   if (f.leaf->state == LeafState::kOnline) return Status::Ok();
   f.leaf->state = LeafState::kOnline;
   return Refill(*impl_, *f.leaf);
