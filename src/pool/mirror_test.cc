@@ -473,6 +473,36 @@ TEST(MirrorTest, IntentLogReadPastABadCopy) {
   }
 }
 
+// A scrub the pool is closed in the middle of (paused here, so it cannot finish first)
+// starts again at the next import and repairs everything.
+TEST(MirrorTest, ScrubStartsAgainAfterClose) {
+  auto devs = MakeDevs(2, 80);
+  auto p = CreateMirrors(devs, 1, 2);
+  auto [data, snap] = Fill(*p, 80);
+  const auto blocks = AllBlocks(*p);
+  ASSERT_TRUE(p->Close().ok());
+  p.reset();
+  for (const auto& b : blocks) ASSERT_TRUE(devs[0]->FlipBits(b.offset, b.psize, 1).ok());
+  auto q = *Import(Ptrs(devs));
+  ASSERT_TRUE(q->PauseScrub().IsNotFound());
+  ASSERT_TRUE(q->Scrub().ok());
+  ASSERT_TRUE(q->PauseScrub().ok());
+  ASSERT_TRUE(q->Close().ok());
+  q.reset();
+  auto r = *Import(Ptrs(devs));
+  ASSERT_TRUE(r->WaitScan().ok());
+  const ScanInfo s = r->Info().scan;
+  EXPECT_EQ(s.func, "scrub");
+  EXPECT_EQ(s.state, "finished");
+  EXPECT_GE(s.repaired, kVolSize);
+  ASSERT_TRUE(r->Close().ok());
+  r.reset();
+  // Finished: the next import starts none, and finds nothing to repair.
+  auto t = *Import(Ptrs(devs));
+  EXPECT_TRUE(t->Info().scan.func.empty());
+  EXPECT_EQ(ScrubAndWait(*t).repaired, 0u);
+}
+
 // Power cuts at many points of a scrub that repairs, and of a resilver: after reopening,
 // the pool imports with its data; a scrub then finishes clean.
 TEST(MirrorTest, PowerCutDuringScrubAndResilver) {

@@ -31,6 +31,10 @@ namespace volstack::pool {
 
 class PoolImpl;
 
+// The pool property (in the MOS) a running scrub sets and its end (finished or cancelled)
+// clears: an import that finds it starts the scrub again (scan.cc).
+inline constexpr const char* kScrubbingProp = "scrubbing";
+
 // Frees of txg N become allocatable once txg N + kTxgDefer is durable, so the last
 // kTxgDefer + 1 uberblocks stay importable (rewind after a damaged newest tree).
 inline constexpr uint64_t kTxgDefer = 2;
@@ -354,6 +358,7 @@ class PoolImpl {
   bool scan_cancel = false;   // GUARDED_BY(scan_mu)
   bool scan_pause = false;    // GUARDED_BY(scan_mu)
   bool scan_running = false;  // GUARDED_BY(scan_mu)
+  bool scan_closing = false;  // GUARDED_BY(scan_mu): stopped by close, not by the user
   Status scan_status;         // GUARDED_BY(scan_mu): how the last scan ended
   std::thread scan_thread;    // joined by StopScan
   ScanInfo ScanInfoSnapshot() {

@@ -27,8 +27,10 @@
 //
 // Simplifications on purpose: intent-log blocks are not scanned (they are verified by
 // their own checksum at import, and a commit makes them obsolete); uberblock slots are
-// not rewritten (every commit writes the current one to every label); a scan does not
-// survive a restart (`zpool scrub` starts it again) and is not throttled.
+// not rewritten (every commit writes the current one to every label); a scrub cut short by
+// a close or a crash is started again, from the beginning, by the next import (the pool
+// property kScrubbingProp, set while it runs); a resilver is started again by the replace
+// or attach that the crash left undone; scans are not throttled.
 #include <chrono>
 #include <unordered_set>
 
@@ -212,6 +214,13 @@ Status PoolImpl::StartScan(bool resilver) {
   scan_pause = false;
   scan_running = true;
   scan_status = Status::Ok();
+  scan_closing = false;
+  if (!resilver) {
+    // Committed with the next txg: a close (or a crash) from then on leaves it set.
+    std::lock_guard m(mu);
+    props[kScrubbingProp] = std::to_string(scan.start_time);
+    mos_dirty = true;
+  }
   scan_thread = std::thread([this, resilver] { RunScan(resilver); });
   return Status::Ok();
 }
@@ -225,7 +234,7 @@ Status PoolImpl::WaitScan() {
 void PoolImpl::StopScan() {
   {
     std::lock_guard l(scan_mu);
-    if (scan_running) scan_cancel = true;
+    if (scan_running) scan_cancel = scan_closing = true;
     scan_cv.notify_all();
   }
   if (scan_thread.joinable()) scan_thread.join();
@@ -285,6 +294,15 @@ void PoolImpl::RunScan(bool resilver) {
     // commit gives them the current one, so each alone now holds the pool.
     std::lock_guard s(sync_mu);
     if (Status c = SyncLocked(/*even_if_clean=*/true); !c.ok() && st.ok()) st = c;
+  }
+  bool closing;
+  {
+    std::lock_guard l(scan_mu);
+    closing = scan_closing || closed;
+  }
+  if (!resilver && !closing) {
+    std::lock_guard m(mu);
+    if (props.erase(kScrubbingProp)) mos_dirty = true;
   }
   std::lock_guard l(scan_mu);
   scan.end_time = NowSeconds();

@@ -468,6 +468,8 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
     VS_RETURN_IF_ERROR(impl->Sync());
   }
   impl->StartSyncThread();
+  // A scrub the pool was closed in the middle of starts again (scan.cc).
+  if (impl->props.count(kScrubbingProp)) impl->StartScan(/*resilver=*/false).IgnoreError();
   return std::make_shared<Pool>(std::move(impl));
 }
 
