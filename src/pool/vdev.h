@@ -3,9 +3,9 @@
 //
 // A top-level vdev is either one leaf device (a plain vdev) or a mirror of 1-16 leaves
 // (children) that all hold the same bytes at the same offsets. Data blocks are read and
-// written through device(): a plain vdev's is the leaf behind a thin layer that counts
-// failed operations (zpool status's READ and WRITE columns); a mirror's is a MirrorDevice
-// (mirror_device.h) that writes and flushes every child in parallel and reads one. Reads
+// written through device(), a MirrorDevice (vdev.cc) over the leaves, each behind a thin
+// layer that counts failed operations (zpool status's READ and WRITE columns): it writes
+// and flushes every child in parallel and reads one (a plain vdev: it forwards). Reads
 // that must be right go through ReadVerified, which tries the other children when a copy
 // does not match its checksum and rewrites the bad copies (self-heal, counted in CKSUM).
 //
