@@ -33,7 +33,7 @@ struct DevfsArgs {
   unsigned threads = 16;
   unsigned max_background = 256;
   bool page_cache = false;
-  bool splice = false;
+  std::string fuse_transport = "auto";
   bool no_clone_fd = false;
   unsigned max_write_kib = 1024;
   double attr_timeout = 1.0;
@@ -112,10 +112,10 @@ int RunDevfs(Context& ctx, const DevfsArgs& args) {
     ApplyNice(args.nice);
     exportfs::DevfsOptions options;
     options.max_threads = args.threads;
+    VS_ASSIGN_OR_RETURN(options.transport, exportfs::ParseFuseTransport(args.fuse_transport));
     options.max_background = args.max_background;
     options.congestion_threshold = args.max_background * 3 / 4;
     options.direct_io = !args.page_cache;
-    options.splice = args.splice;
     options.clone_fd = !args.no_clone_fd;
     options.max_write = args.max_write_kib * 1024;
     options.attr_timeout = args.attr_timeout;
@@ -162,7 +162,10 @@ void RegisterDevfsVerb(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(1, 65535));
   verb->add_flag("--page-cache", args->page_cache,
                  "Let the kernel page cache sit in front of the devices");
-  verb->add_flag("--splice", args->splice, "Use splice for FUSE requests and replies");
+  verb->add_option("--fuse-transport", args->fuse_transport,
+                   "auto (io_uring when the kernel offers it), uring or classic; default from "
+                   "VOLSTACK_FUSE_TRANSPORT, else auto")
+      ->check(CLI::IsMember({"auto", "uring", "classic"}));
   verb->add_flag("--no-clone-fd", args->no_clone_fd, "One /dev/fuse fd for all threads");
   verb->add_option("--max-write", args->max_write_kib, "Largest FUSE READ/WRITE in KiB")
       ->check(CLI::Range(4, 1024));

@@ -58,13 +58,17 @@
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <vector>
 
 #include "export/devfs_impl.h"
+#include "export/devfs_transport.h"
 
 namespace volstack::exportfs {
 
@@ -92,6 +96,36 @@ Devfs::Devfs(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Devfs::~Devfs() = default;
 Status Devfs::Unmount() { return impl_->Unmount(); }
 const std::string& Devfs::dir() const { return impl_->dir_; }
+FuseTransport Devfs::transport() const { return impl_->transport_; }
+const std::string& Devfs::transport_reason() const { return impl_->transport_reason_; }
+
+const char* FuseTransportName(FuseTransport transport) {
+  switch (transport) {
+    case FuseTransport::kAuto:
+      return "auto";
+    case FuseTransport::kUring:
+      return "uring";
+    case FuseTransport::kClassic:
+      return "classic";
+  }
+  return "?";
+}
+
+Result<FuseTransport> ParseFuseTransport(const std::string& name) {
+  if (name == "auto") return FuseTransport::kAuto;
+  if (name == "uring") return FuseTransport::kUring;
+  if (name == "classic") return FuseTransport::kClassic;
+  return Status::InvalidArgument("unknown FUSE transport '" + name +
+                                 "' (expected auto, uring or classic)");
+}
+
+Result<FuseTransport> FuseTransportFromEnvironment() {
+  const char* env = std::getenv("VOLSTACK_FUSE_TRANSPORT");
+  if (env == nullptr || *env == 0) return FuseTransport::kAuto;
+  auto t = ParseFuseTransport(env);
+  if (!t.ok()) return t.status().WithContext("VOLSTACK_FUSE_TRANSPORT");
+  return t;
+}
 size_t Devfs::node_count() const { return impl_->tree_.node_count(); }
 
 Status Devfs::Impl::Start() {
@@ -99,6 +133,24 @@ Status Devfs::Impl::Start() {
   std::filesystem::create_directories(dir_, ec);
   if (ec) return Status::FromErrno(ec.value(), "devfs: mkdir " + dir_ + ": " + ec.message());
 
+  wanted_ = options_.transport;
+  if (wanted_ == FuseTransport::kAuto) {
+    auto env = FuseTransportFromEnvironment();
+    if (!env.ok()) return env.status().WithContext("devfs");
+    wanted_ = *env;
+  }
+  if (wanted_ != FuseTransport::kClassic) {
+    const Status probe = DevfsUringLoop::Probe();
+    uring_probe_ok_ = probe.ok();
+    if (!probe.ok()) {
+      if (wanted_ == FuseTransport::kUring) return probe.WithContext("devfs: FUSE over io_uring");
+      transport_reason_ = probe.message();
+    }
+  } else {
+    transport_reason_ = "classic transport requested";
+  }
+
+  // libfuse only mounts (and later unmounts): devfs reads and answers the requests itself.
   std::string opts = "fsname=volstack,subtype=volstack,default_permissions";
   opts += ",max_read=" + std::to_string(options_.max_write);
   if (options_.allow_other) opts += ",allow_other";
@@ -106,7 +158,8 @@ Status Devfs::Impl::Start() {
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
-  session_ = fuse_session_new(&args, &Ops(), sizeof(fuse_lowlevel_ops), this);
+  static const fuse_lowlevel_ops kNoOps{};
+  session_ = fuse_session_new(&args, &kNoOps, sizeof(kNoOps), this);
   if (session_ == nullptr) return Status::IoError("devfs: cannot create the FUSE session");
 
   // Mirror the registry: subscribe first, then add what is there, so nothing is missed.
@@ -120,24 +173,79 @@ Status Devfs::Impl::Start() {
     return Status::IoError("devfs: cannot mount FUSE on " + dir_);
   }
   mounted_ = true;
+  fd_ = fuse_session_fd(session_);
   {
     std::lock_guard lock(notify_mu_);
     live_ = true;
   }
   if (options_.write_behind) write_behind_ = std::make_unique<DevfsWriteBehind>();
-  loop_thread_ = std::thread([this] {
-    fuse_loop_config* config = fuse_loop_cfg_create();
-    fuse_loop_cfg_set_clone_fd(config, options_.clone_fd ? 1 : 0);
-    fuse_loop_cfg_set_max_threads(config, options_.max_threads);
-    fuse_loop_cfg_set_idle_threads(config, options_.max_threads);
-    fuse_session_loop_mt(session_, config);
-    fuse_loop_cfg_destroy(config);
-  });
-  // The first stat is answered only after INIT: from here on the mount works.
+  // One classic thread answers INIT; the transport it agreed on then starts.
+  classic_ = std::make_unique<DevfsClassicLoop>(*this, fd_);
+  VS_RETURN_IF_ERROR(classic_->AddThreads(1, false));
+  {
+    std::unique_lock lock(init_mu_);
+    if (!init_cv_.wait_for(lock, std::chrono::seconds(30), [this] { return init_done_; })) {
+      return Status::FromErrno(ETIMEDOUT, "devfs: the kernel sent no FUSE INIT in 30 s");
+    }
+  }
+  VS_RETURN_IF_ERROR(StartTransport());
+  // The first stat is answered only after INIT (and, with the ring, once every queue has
+  // its entries): from here on the mount works.
   struct stat st;
   if (::stat(dir_.c_str(), &st) != 0) return ErrnoStatus("devfs: stat " + dir_);
   if (options_.resize_poll_seconds > 0) watch_thread_ = std::thread([this] { WatchSizes(); });
   return Status::Ok();
+}
+
+Status Devfs::Impl::StartTransport() {
+  if (uring_negotiated_) {
+    uring_ = std::make_unique<DevfsUringLoop>(*this, fd_, max_payload(),
+                                              options_.uring_threads_per_queue);
+    const Status s = uring_->Start();
+    if (s.ok()) {
+      transport_ = FuseTransport::kUring;
+      transport_reason_.clear();
+      // FORGET and INTERRUPT still come through /dev/fuse: the INIT thread serves them.
+      return Status::Ok();
+    }
+    // The kernel fell back to /dev/fuse (DevfsUringLoop::Start saw to it).
+    if (wanted_ == FuseTransport::kUring) return s.WithContext("devfs: FUSE over io_uring");
+    transport_reason_ = s.message();
+  } else if (wanted_ == FuseTransport::kUring) {
+    return Status::NotSupported(
+        "devfs: FUSE over io_uring: the kernel did not offer it at INIT (needs Linux 6.14+ "
+        "and /sys/module/fuse/parameters/enable_uring set to Y)");
+  } else if (transport_reason_.empty()) {
+    transport_reason_ = "the kernel did not offer FUSE over io_uring at INIT";
+  }
+  transport_ = FuseTransport::kClassic;
+  return classic_->AddThreads(std::max(options_.max_threads, 1u) - 1, options_.clone_fd);
+}
+
+void Devfs::Impl::InitReplied() {
+  std::lock_guard lock(init_mu_);
+  init_done_ = true;
+  init_cv_.notify_all();
+}
+
+size_t Devfs::Impl::max_payload() const {
+  // What the kernel sizes a ring entry's payload by: max(FUSE_MIN_READ_BUFFER, max_write,
+  // max_pages pages); devfs's INIT reply makes max_pages cover max_write.
+  const size_t pages = std::max<size_t>(options_.max_write / 4096, 1) * 4096;
+  return std::max<size_t>({8192, options_.max_write, pages});
+}
+
+void Devfs::Impl::NotifyLocked(int32_t code, const void* arg, size_t arg_len,
+                               const std::string& name) {
+  fuse_out_header oh{};
+  oh.error = code;  // a notification: unique 0, the code in error
+  const char nul = 0;
+  iovec iov[4] = {{&oh, sizeof(oh)},
+                  {const_cast<void*>(arg), arg_len},
+                  {const_cast<char*>(name.data()), name.size()},
+                  {const_cast<char*>(&nul), name.empty() ? 0u : 1u}};
+  oh.len = static_cast<uint32_t>(sizeof(oh) + arg_len + name.size() + (name.empty() ? 0 : 1));
+  ::writev(fd_, iov, 4);
 }
 
 void Devfs::Impl::WatchSizes() {
@@ -158,7 +266,12 @@ void Devfs::Impl::NotifyResized() {
   // A negative offset drops only the attributes: the next stat asks for the new size (and a
   // smaller size truncates what the page cache holds beyond it). ENOENT: the kernel holds
   // no inode for the file, so it has nothing stale.
-  for (const uint64_t ino : inos) fuse_lowlevel_notify_inval_inode(session_, ino, -1, 0);
+  for (const uint64_t ino : inos) {
+    fuse_notify_inval_inode_out arg{};
+    arg.ino = ino;
+    arg.off = -1;
+    NotifyLocked(FUSE_NOTIFY_INVAL_INODE, &arg, sizeof(arg), "");
+  }
 }
 
 void Devfs::Impl::OnChange(bdev::DeviceRegistry::Change change, const std::string& name,
@@ -176,9 +289,16 @@ void Devfs::Impl::OnChange(bdev::DeviceRegistry::Change change, const std::strin
   for (const auto& e : entries) {
     // Errors (ENOENT: the kernel held no dentry) are expected and harmless.
     if (change == bdev::DeviceRegistry::Change::kAdded) {
-      fuse_lowlevel_notify_inval_entry(session_, e.parent, e.name.c_str(), e.name.size());
+      fuse_notify_inval_entry_out arg{};
+      arg.parent = e.parent;
+      arg.namelen = static_cast<uint32_t>(e.name.size());
+      NotifyLocked(FUSE_NOTIFY_INVAL_ENTRY, &arg, sizeof(arg), e.name);
     } else {
-      fuse_lowlevel_notify_delete(session_, e.parent, e.ino, e.name.c_str(), e.name.size());
+      fuse_notify_delete_out arg{};
+      arg.parent = e.parent;
+      arg.child = e.ino;
+      arg.namelen = static_cast<uint32_t>(e.name.size());
+      NotifyLocked(FUSE_NOTIFY_DELETE, &arg, sizeof(arg), e.name);
     }
   }
 }
@@ -236,7 +356,9 @@ void Devfs::Impl::Join() {
     registry_.Unsubscribe(listener_id_);
     listener_id_ = 0;
   }
-  if (loop_thread_.joinable()) loop_thread_.join();
+  // The connection is gone (unmounted or aborted): the transports' threads see it and end.
+  uring_.reset();
+  classic_.reset();
   write_behind_.reset();  // no request thread can kick it any more
   if (session_ != nullptr) {
     fuse_session_unmount(session_);  // the mount is gone: only closes the fd
@@ -246,6 +368,8 @@ void Devfs::Impl::Join() {
   }
 }
 
+Devfs::Impl::Impl(std::string dir, bdev::DeviceRegistry& registry, const DevfsOptions& options)
+    : dir_(std::move(dir)), registry_(registry), options_(options) {}
 Devfs::Impl::~Impl() { ForceStop(); }
 
 }  // namespace volstack::exportfs
