@@ -123,6 +123,10 @@ int RunDevfs(Context& ctx, const DevfsArgs& args) {
     options.write_behind = args.write_behind || args.write_behind_inline;
     options.write_behind_inline = args.write_behind_inline;
     VS_ASSIGN_OR_RETURN(devfs, exportfs::Devfs::Mount(dir, *registry, options));
+    const std::string& why = devfs->transport_reason();
+    std::fprintf(stderr, "volstack: devfs %s: FUSE transport %s%s%s\n", dir.c_str(),
+                 exportfs::FuseTransportName(devfs->transport()), why.empty() ? "" : ": ",
+                 why.c_str());
     return Status::Ok();
   };
   auto stop = [&]() {

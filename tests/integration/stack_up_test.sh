@@ -36,8 +36,13 @@ assert_up() {
   [ -f "$VS_STATE/dev/trunk/funk" ] || fail "trunk/funk is not in devfs: $(ls -R "$VS_STATE/dev")"
   [ -f "$VS_STATE/dev/vg0/lv0" ] || fail "vg0/lv0 is not in devfs: $(ls -R "$VS_STATE/dev")"
   vs status >"$T/status.up"
-  head -n 1 "$T/status.up" | grep -qF "(daemon running, devfs $VS_STATE/dev)" ||
+  head -n 1 "$T/status.up" | grep -qF "(daemon running, devfs $VS_STATE/dev, FUSE transport " ||
     fail "status does not show the daemon: $(cat "$T/status.up")"
+  # The transport serving devfs: the ring only where the kernel offered it at INIT.
+  want=classic
+  [ "$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null)" = Y ] && want=uring
+  head -n 1 "$T/status.up" | grep -q "FUSE transport $want" ||
+    fail "status does not say the FUSE transport is $want: $(head -n 1 "$T/status.up")"
   grep -qx "  pool trunk  ONLINE  .*" "$T/status.up" || fail "trunk not ONLINE: $(cat "$T/status.up")"
   grep -qx "    lv vg0/lv0  .*  active" "$T/status.up" || fail "vg0/lv0 not active: $(cat "$T/status.up")"
 }

@@ -1,0 +1,25 @@
+#!/bin/bash
+# devfs served through FUSE over io_uring, checked with real programs: devfs_file_test.sh
+# (dd/cmp aligned, unaligned and O_DIRECT, fallocate, SEEK_DATA/SEEK_HOLE, qemu-img,
+# mkfs.xfs, a clean stop) and losetup_xfs_test.sh (a loop device with XFS on a devfs file)
+# run again with VOLSTACK_FUSE_TRANSPORT=uring, which makes devfs fail rather than fall back
+# to /dev/fuse, and devfs_file_test.sh checks that devfs says it serves through the ring.
+# The kernel offers the ring only while the fuse module's enable_uring parameter is on: it
+# is set here and put back at exit; without the parameter (a kernel before 6.14) the test
+# is skipped.
+source "$(dirname "$0")/lib.sh"
+need_root
+PARAM=/sys/module/fuse/parameters/enable_uring
+[ -f "$PARAM" ] || skip "this kernel has no FUSE over io_uring ($PARAM)"
+old=$(cat "$PARAM")
+on_exit "echo $old >$PARAM"
+echo Y >"$PARAM" 2>/dev/null || skip "cannot set $PARAM"
+
+export VOLSTACK_FUSE_TRANSPORT=uring
+for t in devfs_file_test.sh losetup_xfs_test.sh; do
+  rc=0
+  timeout -k 5 50 bash "$(dirname "$0")/$t" >"$T/$t.log" 2>&1 || rc=$?
+  [ $rc = 77 ] && skip "$t: $(tail -n 1 "$T/$t.log")"
+  [ $rc = 0 ] || fail "$t over FUSE io_uring (exit $rc): $(tail -n 20 "$T/$t.log")"
+done
+echo PASS
