@@ -30,7 +30,7 @@ TEST(BenchOptionsTest, StackList) {
 TEST(BenchOptionsTest, StackNamesAreTheIssues) {
   EXPECT_EQ(AllStackNames(),
             (std::vector<std::string>{"file", "zvol", "lvm-on-zvol", "lvm-on-loop-on-zvol",
-                                      "lvm-on-file", "zvol-512"}));
+                                      "lvm-on-file", "zvol-512", "zvol-uring"}));
 }
 
 TEST(BenchOptionsTest, QuickFillsOnlyWhatWasNotGiven) {

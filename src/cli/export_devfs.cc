@@ -34,6 +34,8 @@ struct DevfsArgs {
   unsigned max_background = 256;
   bool page_cache = false;
   std::string fuse_transport = "auto";
+  unsigned uring_threads = 8;
+  bool uring_pin = false;
   bool no_clone_fd = false;
   unsigned max_write_kib = 1024;
   double attr_timeout = 1.0;
@@ -113,6 +115,8 @@ int RunDevfs(Context& ctx, const DevfsArgs& args) {
     exportfs::DevfsOptions options;
     options.max_threads = args.threads;
     VS_ASSIGN_OR_RETURN(options.transport, exportfs::ParseFuseTransport(args.fuse_transport));
+    options.uring_threads_per_queue = args.uring_threads;
+    options.uring_pin_threads = args.uring_pin;
     options.max_background = args.max_background;
     options.congestion_threshold = args.max_background * 3 / 4;
     options.direct_io = !args.page_cache;
@@ -170,6 +174,11 @@ void RegisterDevfsVerb(CLI::App& app, Context& ctx) {
                    "auto (io_uring when the kernel offers it), uring or classic; default from "
                    "VOLSTACK_FUSE_TRANSPORT, else auto")
       ->check(CLI::IsMember({"auto", "uring", "classic"}));
+  verb->add_option("--uring-threads", args->uring_threads,
+                   "FUSE over io_uring: threads (ring entries) per CPU queue")
+      ->check(CLI::Range(1, 64));
+  verb->add_flag("--uring-pin", args->uring_pin,
+                 "FUSE over io_uring: pin each queue's threads to its CPU");
   verb->add_flag("--no-clone-fd", args->no_clone_fd, "One /dev/fuse fd for all threads");
   verb->add_option("--max-write", args->max_write_kib, "Largest FUSE READ/WRITE in KiB")
       ->check(CLI::Range(4, 1024));

@@ -1,10 +1,11 @@
 // devfs: every active device as a regular file, so the kernel (a loop device, mkfs, qemu-img)
 // can use it.
 //
-// Theory. The FUSE low-level API serves a DevfsTree that mirrors a DeviceRegistry: the
-// registry's listener adds and removes nodes and tells the kernel to drop dentries it may
-// hold (notify_inval_entry on add, for a negative dentry; notify_delete on removal). File
-// I/O maps 1:1 onto the device through a ByteRangeIo:
+// Theory. devfs speaks the FUSE protocol itself (libfuse only mounts and unmounts) and
+// serves a DevfsTree that mirrors a DeviceRegistry: the registry's listener adds and removes
+// nodes and tells the kernel to drop dentries it may hold (notify_inval_entry on add, for a
+// negative dentry; notify_delete on removal). File I/O maps 1:1 onto the device through a
+// ByteRangeIo:
 //
 //   READ            -> Read (clipped at the end; unaligned ranges through a bounce buffer)
 //   WRITE           -> Write (unaligned ranges by read-modify-write; ENOSPC past the end)
@@ -22,12 +23,20 @@
 // device and a device written through NBD at the same time stays coherent. A loop device
 // with direct I/O on submits asynchronous direct I/O; the kernel turns it into background
 // FUSE requests, up to max_background in flight (raised from the kernel's 12, which would
-// cap the loop's queue depth). Requests are served by a multi-threaded libfuse loop with one
-// cloned /dev/fuse fd per thread; each thread reads a request and answers it itself, so
-// there is no hand-off between threads on the I/O path.
+// cap the loop's queue depth). Requests reach the handlers (devfs_ops.cc) by one of two
+// transports (devfs_transport.h): classic threads that read /dev/fuse, one cloned fd each,
+// or FUSE over io_uring, a queue per CPU whose threads take requests from ring entries and
+// return the reply with the fetch of the next one. Either way the thread that takes a
+// request answers it itself: no hand-off between threads on the I/O path.
 //
-// Lifecycle. Mount() mounts, starts the loop thread and waits until a stat of the mount
-// point is answered (the kernel's INIT handshake is done). Unmount() is a plain umount(2):
+// Transport choice: INIT is always read from /dev/fuse by the first classic thread. Its
+// reply takes FUSE_OVER_IO_URING when the kernel offers it (the module's enable_uring) and
+// the options allow it; the kernel then holds new requests until every queue has an entry,
+// so Start() registers the ring before it returns, and if that fails makes the kernel drop
+// the ring (a REGISTER it must refuse) so the connection falls back to /dev/fuse.
+//
+// Lifecycle. Mount() mounts, starts the INIT thread, waits for INIT, starts the transport and
+// waits until a stat of the mount point is answered. Unmount() is a plain umount(2):
 // EBUSY while files are open (a bound loop device), so a clean unmount never breaks a user.
 // The destructor, if still mounted, aborts the FUSE connection (umount MNT_FORCE) and
 // detaches lazily, so a loop device left bound sees I/O errors rather than a hang.
@@ -199,8 +208,8 @@ Status Devfs::Impl::Start() {
 
 Status Devfs::Impl::StartTransport() {
   if (uring_negotiated_) {
-    uring_ = std::make_unique<DevfsUringLoop>(*this, fd_, max_payload(),
-                                              options_.uring_threads_per_queue);
+    uring_ = std::make_unique<DevfsUringLoop>(
+        *this, fd_, max_payload(), options_.uring_threads_per_queue, options_.uring_pin_threads);
     const Status s = uring_->Start();
     if (s.ok()) {
       transport_ = FuseTransport::kUring;
@@ -321,16 +330,10 @@ Status Devfs::Impl::Unmount() {
 
 void Devfs::Impl::ForceStop() {
   if (mounted_) {
-    // A plain unmount first: the serving threads then read ENODEV and end quietly. Only
-    // when files are open does MNT_FORCE abort the FUSE connection (fuse_umount_begin), so
-    // open files see errors instead of hanging, and MNT_DETACH then takes the mount away.
-    // Not always MNT_FORCE: a thread reading the aborted connection gets ECONNABORTED,
-    // which libfuse reports with perror, and the loop cancels its other threads meanwhile;
-    // one cancelled inside perror (glibc's takes stderr's lock with no cancellation cleanup)
-    // left stderr locked, and the process hung at exit flushing it (a devfs_test run in CI
-    // printed "fuse: reading device: Software caused connection abort" and hung; gdb: the
-    // lock's owner a dead thread whose stack held perror). With files open that can still
-    // happen: libfuse offers no other way to stop threads blocked reading the device.
+    // A plain unmount first: the serving threads then read ENODEV and end. Only when files
+    // are open does MNT_FORCE abort the FUSE connection (fuse_umount_begin), so open files
+    // see errors instead of hanging (the threads read ECONNABORTED, ring entries complete
+    // with ENOTCONN), and MNT_DETACH then takes the mount away.
     if (::umount2(dir_.c_str(), 0) != 0 && ::umount2(dir_.c_str(), MNT_FORCE) != 0) {
       ::umount2(dir_.c_str(), MNT_DETACH);
     }

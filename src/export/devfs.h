@@ -34,8 +34,12 @@ struct DevfsOptions {
   // kernel cannot do it; kAuto then falls back to kClassic.
   FuseTransport transport = FuseTransport::kAuto;
   // io_uring: threads per queue (one ring entry each, so this many requests of one CPU are
-  // served at once), pinned to the queue's CPU.
-  unsigned uring_threads_per_queue = 4;
+  // served at once).
+  unsigned uring_threads_per_queue = 8;
+  // io_uring: pin each queue's threads to the queue's CPU. Off: a request issued on a busy
+  // CPU is then served wherever the scheduler finds room (on a loaded machine a pinned
+  // thread waits for its CPU while the other one idles).
+  bool uring_pin_threads = false;
   // FOPEN_DIRECT_IO on every open: no page cache between the kernel and the device (the
   // device is the cache, and the same device may also be written through NBD). Off: the
   // kernel page cache is used, except for opens with O_DIRECT.

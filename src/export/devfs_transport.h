@@ -43,8 +43,8 @@ class DevfsClassicLoop {
 
 // FUSE over io_uring (devfs_uring.c): one queue per possible CPU (the kernel puts a request
 // on the queue of the CPU that issued it and uses the ring only once every queue has an
-// entry), each served by threads_per_queue threads pinned to that CPU. A thread owns a ring
-// (128-byte SQEs, one issuer) with one entry: a header buffer and a payload buffer it
+// entry), each served by threads_per_queue threads (pinned to that CPU if asked). A thread owns a
+// ring (128-byte SQEs, one issuer) with one entry: a header buffer and a payload buffer it
 // registers with FUSE_IO_URING_CMD_REGISTER; each request arrives as that command's
 // completion, and its reply goes back with FUSE_IO_URING_CMD_COMMIT_AND_FETCH, which also
 // waits for the next request, in one io_uring_enter.
@@ -56,11 +56,13 @@ class DevfsUringLoop {
   // CPUs the kernel makes queues for: num_possible_cpus().
   static Result<unsigned> PossibleCpus();
 
-  DevfsUringLoop(Devfs::Impl& fs, int session_fd, size_t payload_size, unsigned threads_per_queue)
+  DevfsUringLoop(Devfs::Impl& fs, int session_fd, size_t payload_size, unsigned threads_per_queue,
+                 bool pin)
       : fs_(fs),
         session_fd_(session_fd),
         payload_size_(payload_size),
-        threads_per_queue_(threads_per_queue) {}
+        threads_per_queue_(threads_per_queue),
+        pin_(pin) {}
   // Stops and joins the threads. Their entries end with the connection (the kernel completes
   // them with ENOTCONN); a thread also gives up within a quarter second once told to stop.
   ~DevfsUringLoop();
@@ -88,6 +90,7 @@ class DevfsUringLoop {
   const int session_fd_;
   const size_t payload_size_;
   const unsigned threads_per_queue_;
+  const bool pin_;
   std::atomic<bool> stop_{false};
   std::vector<std::unique_ptr<Thread>> threads_;
   std::mutex mu_;

@@ -168,12 +168,14 @@ void DevfsUringLoop::Serve(Thread& t) {
     Report(Status::FromErrno(-r, "io_uring_queue_init: " + std::string(std::strerror(-r))));
     return;
   }
-  // Serve the queue's CPU: the requests were issued there and its caches hold their data.
-  // Best effort (an offline CPU or a narrower affinity mask).
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(t.qid, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (pin_) {
+    // Serve on the queue's CPU: the requests were issued there and its caches hold their
+    // data. Best effort (an offline CPU or a narrower affinity mask).
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(t.qid, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  }
 
   auto header_buf = AllocAligned(sizeof(abi::FuseUringReqHeader));
   auto payload = AllocAligned(payload_size_);
