@@ -17,7 +17,7 @@ TEST(BenchOptionsTest, StackList) {
   auto all = ParseStackList("all");
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(*all, AllStackNames());
-  EXPECT_EQ(all->size(), 6u);
+  EXPECT_EQ(all->size(), 7u);
   auto two = ParseStackList("zvol,file,zvol");
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(*two, (std::vector<std::string>{"zvol", "file"}));  // order kept, duplicates dropped

@@ -179,30 +179,6 @@ Result<std::string> VolstackLosetup(StackRun& run, const std::string& devfs_dir,
   return loop;
 }
 
-namespace {
-constexpr char kEnableUring[] = "/sys/module/fuse/parameters/enable_uring";
-
-Status WriteParameter(const std::string& value) {
-  std::ofstream out(kEnableUring);
-  out << value << std::flush;
-  if (!out) return Status::IoError(std::string("cannot write ") + kEnableUring);
-  return Status::Ok();
-}
-}  // namespace
-
-bool FuseUringParameter::Exists() { return access(kEnableUring, W_OK) == 0; }
-
-Result<std::unique_ptr<FuseUringParameter>> FuseUringParameter::Enable() {
-  std::ifstream in(kEnableUring);
-  std::string old;
-  if (!(in >> old)) return Status::NotSupported(std::string("no ") + kEnableUring);
-  auto p = std::unique_ptr<FuseUringParameter>(new FuseUringParameter(old));
-  VS_RETURN_IF_ERROR(WriteParameter("Y"));
-  return p;
-}
-
-FuseUringParameter::~FuseUringParameter() { WriteParameter(old_).IgnoreError(); }
-
 Result<std::string> StartDevfs(StackRun& run, const std::string& dir_name,
                                const std::vector<std::string>& names,
                                const std::vector<std::string>& options) {

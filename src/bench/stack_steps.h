@@ -32,21 +32,6 @@ Result<std::string> StartDevfs(StackRun& run, const std::string& dir_name,
                                const std::vector<std::string>& names,
                                const std::vector<std::string>& options = {});
 
-// The fuse module's enable_uring parameter, switched on for as long as the object lives and
-// then put back as it was (the machine's setting is its owner's).
-class FuseUringParameter {
- public:
-  static bool Exists();
-  static Result<std::unique_ptr<FuseUringParameter>> Enable();
-  ~FuseUringParameter();
-  FuseUringParameter(const FuseUringParameter&) = delete;
-  FuseUringParameter& operator=(const FuseUringParameter&) = delete;
-
- private:
-  explicit FuseUringParameter(std::string old) : old_(std::move(old)) {}
-  std::string old_;
-};
-
 // `volstack zpool create POOL FILE` on a new sparse file of `file_size`.
 Status CreatePool(StackRun& run, const std::string& pool, uint64_t file_size);
 // `volstack zfs create -V SIZE NAME`.

@@ -1,4 +1,4 @@
-// The six stacks (see stack_builder.h for the pictures). Sizes: the device mkfs.xfs sees is
+// The stacks (see stack_builder.h for the pictures). Sizes: the device mkfs.xfs sees is
 // run.size_bytes; the layers below get what they need on top (LVM's metadata and extent
 // rounding, the pool's copy-on-write headroom), all as sparse files, so only what the run
 // writes takes space.
@@ -6,6 +6,7 @@
 
 #include "bench/stack_builder.h"
 #include "bench/stack_steps.h"
+#include "export/fuse_uring_parameter.h"
 
 namespace volstack::bench {
 
@@ -67,7 +68,7 @@ class ZvolStack final : public StackBuilder {
   }
   Status Available(const Environment& env) const override {
     VS_RETURN_IF_ERROR(NeedKernel(env, true));
-    if (uring_ && !FuseUringParameter::Exists()) {
+    if (uring_ && !exportfs::FuseUringParameter::Available()) {
       return Status::NotSupported("this kernel has no FUSE over io_uring");
     }
     return Status::Ok();
@@ -79,7 +80,7 @@ class ZvolStack final : public StackBuilder {
     if (uring_) {
       // The kernel offers the ring only while the parameter is on, at INIT; the connection
       // keeps it after the parameter is put back.
-      VS_ASSIGN_OR_RETURN(auto param, FuseUringParameter::Enable());
+      VS_ASSIGN_OR_RETURN(auto param, exportfs::FuseUringParameter::Set(true));
       VS_ASSIGN_OR_RETURN(devfs, StartDevfs(run, "devfs", {kVolume}, {"--fuse-transport=uring"}));
     } else {
       VS_ASSIGN_OR_RETURN(devfs, StartDevfs(run, "devfs", {kVolume}));

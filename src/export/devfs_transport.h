@@ -64,7 +64,7 @@ class DevfsUringLoop {
         threads_per_queue_(threads_per_queue),
         pin_(pin) {}
   // Stops and joins the threads. Their entries end with the connection (the kernel completes
-  // them with ENOTCONN); a thread also gives up within a quarter second once told to stop.
+  // them with ENOTCONN); a thread also gives up within a second once told to stop.
   ~DevfsUringLoop();
   DevfsUringLoop(const DevfsUringLoop&) = delete;
   DevfsUringLoop& operator=(const DevfsUringLoop&) = delete;

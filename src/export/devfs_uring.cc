@@ -27,6 +27,10 @@ namespace volstack::exportfs {
 
 namespace {
 
+// How often an idle ring thread looks at stop_: only a fallback, since the end of the
+// connection completes every entry at once.
+constexpr long kStopCheckMs = 1000;
+
 constexpr unsigned kRingFlags =
     IORING_SETUP_SQE128 | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
 
@@ -209,7 +213,7 @@ void DevfsUringLoop::Serve(Thread& t) {
   const std::span<uint8_t> out(payload.get(), payload_size_);
   while (true) {
     if (cqe == nullptr) {
-      __kernel_timespec ts = Millis(250);
+      __kernel_timespec ts = Millis(kStopCheckMs);
       const int w = io_uring_wait_cqe_timeout(&ring, &cqe, &ts);
       if (w == -ETIME || w == -EINTR) {
         cqe = nullptr;
@@ -249,7 +253,7 @@ void DevfsUringLoop::Serve(Thread& t) {
     header->ring_ent_in_out.payload_sz = static_cast<uint32_t>(size);
     PrepareCmd(&ring, session_fd_, abi::kFuseIoUringCmdCommitAndFetch, t.qid, ent.commit_id);
     // The reply and the wait for the next request in one io_uring_enter.
-    __kernel_timespec ts = Millis(250);
+    __kernel_timespec ts = Millis(kStopCheckMs);
     const int w = io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &ts, nullptr);
     if (w < 0) {
       cqe = nullptr;

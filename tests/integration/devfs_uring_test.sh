@@ -5,12 +5,15 @@
 # run again with VOLSTACK_FUSE_TRANSPORT=uring, which makes devfs fail rather than fall back
 # to /dev/fuse, and devfs_file_test.sh checks that devfs says it serves through the ring.
 # The kernel offers the ring only while the fuse module's enable_uring parameter is on: it
-# is set here and put back at exit; without the parameter (a kernel before 6.14) the test
-# is skipped.
+# is set here and put back at exit, under the lock every volstack user of the parameter
+# takes (export/fuse_uring_parameter.h), so a concurrent test never restores our value;
+# without the parameter (a kernel before 6.14) the test is skipped.
 source "$(dirname "$0")/lib.sh"
 need_root
 PARAM=/sys/module/fuse/parameters/enable_uring
 [ -f "$PARAM" ] || skip "this kernel has no FUSE over io_uring ($PARAM)"
+exec 9>/tmp/volstack-fuse-enable-uring.lock
+flock -w 60 9 || fail "another test held /tmp/volstack-fuse-enable-uring.lock for 60 s"
 old=$(cat "$PARAM")
 on_exit "echo $old >$PARAM"
 echo Y >"$PARAM" 2>/dev/null || skip "cannot set $PARAM"
