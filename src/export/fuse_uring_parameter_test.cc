@@ -27,6 +27,7 @@ TEST(FuseUringParameterTest, OverlappingHoldersLeaveTheOwnersValue) {
     EXPECT_EQ(Read(), "Y");
     // A second holder waits for the first instead of noting its temporary value.
     auto blocked = FuseUringParameter::Set(false, 0);
+    ASSERT_FALSE(blocked.ok());
     EXPECT_EQ(blocked.status().code(), ETIMEDOUT);
     EXPECT_EQ(Read(), "Y");
   }
