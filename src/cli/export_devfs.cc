@@ -34,7 +34,7 @@ struct DevfsArgs {
   unsigned max_background = 256;
   bool page_cache = false;
   std::string fuse_transport = "auto";
-  unsigned uring_threads = 8;
+  unsigned uring_threads = 0;
   bool uring_pin = false;
   bool no_clone_fd = false;
   unsigned max_write_kib = 1024;
@@ -175,8 +175,9 @@ void RegisterDevfsVerb(CLI::App& app, Context& ctx) {
                    "VOLSTACK_FUSE_TRANSPORT, else auto")
       ->check(CLI::IsMember({"auto", "uring", "classic"}));
   verb->add_option("--uring-threads", args->uring_threads,
-                   "FUSE over io_uring: threads (ring entries) per CPU queue")
-      ->check(CLI::Range(1, 64));
+                   "FUSE over io_uring: threads (ring entries) per CPU queue (0: --threads "
+                   "spread over the queues)")
+      ->check(CLI::Range(0, 64));
   verb->add_flag("--uring-pin", args->uring_pin,
                  "FUSE over io_uring: pin each queue's threads to its CPU");
   verb->add_flag("--no-clone-fd", args->no_clone_fd, "One /dev/fuse fd for all threads");

@@ -34,8 +34,10 @@ struct DevfsOptions {
   // kernel cannot do it; kAuto then falls back to kClassic.
   FuseTransport transport = FuseTransport::kAuto;
   // io_uring: threads per queue (one ring entry each, so this many requests of one CPU are
-  // served at once).
-  unsigned uring_threads_per_queue = 8;
+  // served at once). 0: max_threads spread over the queues (at least one each), so the ring
+  // serves as many requests at once as the classic transport, and a machine with many CPUs
+  // does not get a thread and a max_write payload buffer per CPU times eight.
+  unsigned uring_threads_per_queue = 0;
   // io_uring: pin each queue's threads to the queue's CPU. Off: a request issued on a busy
   // CPU is then served wherever the scheduler finds room (on a loaded machine a pinned
   // thread waits for its CPU while the other one idles).

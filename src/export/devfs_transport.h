@@ -56,12 +56,14 @@ class DevfsUringLoop {
   // CPUs the kernel makes queues for: num_possible_cpus().
   static Result<unsigned> PossibleCpus();
 
+  // threads_per_queue 0: `total_threads` spread over the queues, at least one each.
   DevfsUringLoop(Devfs::Impl& fs, int session_fd, size_t payload_size, unsigned threads_per_queue,
-                 bool pin)
+                 unsigned total_threads, bool pin)
       : fs_(fs),
         session_fd_(session_fd),
         payload_size_(payload_size),
         threads_per_queue_(threads_per_queue),
+        total_threads_(total_threads),
         pin_(pin) {}
   // Stops and joins the threads. Their entries end with the connection (the kernel completes
   // them with ENOTCONN); a thread also gives up within a second once told to stop.
@@ -90,6 +92,7 @@ class DevfsUringLoop {
   const int session_fd_;
   const size_t payload_size_;
   const unsigned threads_per_queue_;
+  const unsigned total_threads_;
   const bool pin_;
   std::atomic<bool> stop_{false};
   std::vector<std::unique_ptr<Thread>> threads_;

@@ -128,8 +128,10 @@ Status DevfsUringLoop::Start() {
     ForceFallback();
     return cpus.status();
   }
+  const unsigned per_queue =
+      threads_per_queue_ != 0 ? threads_per_queue_ : std::max(total_threads_ / *cpus, 1u);
   for (unsigned q = 0; q < *cpus; q++) {
-    for (unsigned i = 0; i < std::max(threads_per_queue_, 1u); i++) {
+    for (unsigned i = 0; i < per_queue; i++) {
       auto t = std::make_unique<Thread>();
       t->qid = static_cast<uint16_t>(q);
       Thread* raw = t.get();
