@@ -26,6 +26,10 @@
 #include "export/fuse_uring_parameter.h"
 
 namespace volstack::exportfs {
+
+// Test names and failures say "uring"/"classic", not the enum's byte.
+void PrintTo(FuseTransport transport, std::ostream* os) { *os << FuseTransportName(transport); }
+
 namespace {
 
 // A device that counts its flushes, can fail the next one, and can change size, as an LV
