@@ -208,9 +208,9 @@ Status Devfs::Impl::Start() {
 
 Status Devfs::Impl::StartTransport() {
   if (uring_negotiated_) {
-    uring_ = std::make_unique<DevfsUringLoop>(*this, fd_, max_payload(),
-                                              options_.uring_threads_per_queue,
-                                              options_.max_threads, options_.uring_pin_threads);
+    uring_ = std::make_unique<DevfsUringLoop>(
+        *this, fd_, max_payload(), options_.uring_threads_per_queue, options_.max_threads,
+        options_.uring_pin_threads, options_.uring_refuse_first_entry_for_test);
     const Status s = uring_->Start();
     if (s.ok()) {
       transport_ = FuseTransport::kUring;

@@ -42,6 +42,10 @@ struct DevfsOptions {
   // CPU is then served wherever the scheduler finds room (on a loaded machine a pinned
   // thread waits for its CPU while the other one idles).
   bool uring_pin_threads = false;
+  // Tests: queue 0's first entry offers a payload buffer smaller than the kernel requires,
+  // so the kernel refuses it (the path that must fall back instead of leaving the kernel
+  // waiting for a ring that never completes).
+  bool uring_refuse_first_entry_for_test = false;
   // FOPEN_DIRECT_IO on every open: no page cache between the kernel and the device (the
   // device is the cache, and the same device may also be written through NBD). Off: the
   // kernel page cache is used, except for opens with O_DIRECT.

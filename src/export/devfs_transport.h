@@ -58,13 +58,14 @@ class DevfsUringLoop {
 
   // threads_per_queue 0: `total_threads` spread over the queues, at least one each.
   DevfsUringLoop(Devfs::Impl& fs, int session_fd, size_t payload_size, unsigned threads_per_queue,
-                 unsigned total_threads, bool pin)
+                 unsigned total_threads, bool pin, bool refuse_first_entry = false)
       : fs_(fs),
         session_fd_(session_fd),
         payload_size_(payload_size),
         threads_per_queue_(threads_per_queue),
         total_threads_(total_threads),
-        pin_(pin) {}
+        pin_(pin),
+        refuse_first_entry_(refuse_first_entry) {}
   // Stops and joins the threads. Their entries end with the connection (the kernel completes
   // them with ENOTCONN); a thread also gives up within a second once told to stop.
   ~DevfsUringLoop();
@@ -80,11 +81,15 @@ class DevfsUringLoop {
  private:
   struct Thread {
     uint16_t qid = 0;
+    int phase = 0;        // registration phase (DevfsUringLoop::Start)
+    bool refuse = false;  // offer a payload buffer the kernel refuses (tests)
     std::thread thread;
   };
   void Serve(Thread& t);
-  // Reports a thread's registration: Ok or the error.
-  void Report(Status status);
+  // Reports a thread's registration in `phase`: Ok or the error.
+  void Report(int phase, Status status);
+  // Waits until Start() opens `phase`; false when Start() gave up on the ring.
+  bool WaitTurn(int phase);
   // Sends a REGISTER the kernel refuses (no such queue), so it stops waiting for the ring.
   void ForceFallback();
 
@@ -94,12 +99,15 @@ class DevfsUringLoop {
   const unsigned threads_per_queue_;
   const unsigned total_threads_;
   const bool pin_;
+  const bool refuse_first_entry_;
   std::atomic<bool> stop_{false};
   std::vector<std::unique_ptr<Thread>> threads_;
   std::mutex mu_;
   std::condition_variable cv_;
-  unsigned reported_ = 0;  // GUARDED_BY(mu_)
-  Status first_error_;     // GUARDED_BY(mu_)
+  int open_phase_ = -1;      // GUARDED_BY(mu_)
+  bool abort_ = false;       // GUARDED_BY(mu_)
+  size_t reported_[3] = {};  // GUARDED_BY(mu_)
+  Status first_error_[3];    // GUARDED_BY(mu_)
 };
 
 }  // namespace volstack::exportfs

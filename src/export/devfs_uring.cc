@@ -122,6 +122,14 @@ DevfsUringLoop::~DevfsUringLoop() {
   }
 }
 
+// Registration order matters. The kernel switches the connection to the ring as soon as
+// every queue has an entry, and a refused REGISTER (the only way to make it give up on the
+// ring) clears the connection's io_uring state without undoing that switch; after it, every
+// COMMIT_AND_FETCH is refused too unless the module parameter is on. So the entry that
+// completes the ring goes last: first every entry of queues 1..n-1 (phase 0), then one entry
+// of queue 0 (phase 1, the gate), and only then queue 0's others (phase 2). A failure before
+// the gate leaves the ring incomplete and the kernel serving /dev/fuse; a failure after it
+// only means fewer entries.
 Status DevfsUringLoop::Start() {
   auto cpus = PossibleCpus();
   if (!cpus.ok()) {
@@ -130,29 +138,54 @@ Status DevfsUringLoop::Start() {
   }
   const unsigned per_queue =
       threads_per_queue_ != 0 ? threads_per_queue_ : std::max(total_threads_ / *cpus, 1u);
+  size_t in_phase[3] = {0, 0, 0};
   for (unsigned q = 0; q < *cpus; q++) {
     for (unsigned i = 0; i < per_queue; i++) {
       auto t = std::make_unique<Thread>();
       t->qid = static_cast<uint16_t>(q);
-      Thread* raw = t.get();
+      t->phase = q != 0 ? 0 : (i == 0 ? 1 : 2);
+      t->refuse = refuse_first_entry_ && q == *cpus - 1 && i == 0;
+      in_phase[t->phase]++;
       threads_.push_back(std::move(t));
-      raw->thread = std::thread([this, raw] { Serve(*raw); });
     }
   }
+  for (auto& t : threads_) {
+    Thread* raw = t.get();
+    raw->thread = std::thread([this, raw] { Serve(*raw); });
+  }
   std::unique_lock lock(mu_);
-  const bool all =
-      cv_.wait_for(lock, std::chrono::seconds(10), [this] { return reported_ == threads_.size(); });
-  Status s = first_error_;
-  lock.unlock();
-  if (s.ok() && !all) s = Status::FromErrno(ETIMEDOUT, "ring threads did not register in 10 s");
-  if (!s.ok()) ForceFallback();
-  return s;
+  for (int phase = 0; phase < 3; phase++) {
+    open_phase_ = phase;
+    cv_.notify_all();
+    const bool all = cv_.wait_for(lock, std::chrono::seconds(10),
+                                  [&] { return reported_[phase] == in_phase[phase]; });
+    Status s = first_error_[phase];
+    if (s.ok() && !all) s = Status::FromErrno(ETIMEDOUT, "ring threads did not register in 10 s");
+    if (s.ok()) continue;
+    if (phase == 2) {
+      // The ring is complete and serving; this queue just has fewer entries.
+      std::fprintf(stderr, "volstack: devfs: %s\n", s.ToString().c_str());
+      break;
+    }
+    abort_ = true;  // threads still waiting for their turn register nothing
+    cv_.notify_all();
+    lock.unlock();
+    ForceFallback();
+    return s;
+  }
+  return Status::Ok();
 }
 
-void DevfsUringLoop::Report(Status status) {
+bool DevfsUringLoop::WaitTurn(int phase) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return abort_ || open_phase_ >= phase; });
+  return !abort_;
+}
+
+void DevfsUringLoop::Report(int phase, Status status) {
   std::lock_guard lock(mu_);
-  if (!status.ok() && first_error_.ok()) first_error_ = std::move(status);
-  reported_++;
+  if (!status.ok() && first_error_[phase].ok()) first_error_[phase] = std::move(status);
+  reported_[phase]++;
   cv_.notify_all();
 }
 
@@ -171,7 +204,8 @@ void DevfsUringLoop::Serve(Thread& t) {
   io_uring ring;
   const int r = InitRing(&ring);
   if (r < 0) {
-    Report(Status::FromErrno(-r, "io_uring_queue_init: " + std::string(std::strerror(-r))));
+    Report(t.phase,
+           Status::FromErrno(-r, "io_uring_queue_init: " + std::string(std::strerror(-r))));
     return;
   }
   if (pin_) {
@@ -186,12 +220,17 @@ void DevfsUringLoop::Serve(Thread& t) {
   auto header_buf = AllocAligned(sizeof(abi::FuseUringReqHeader));
   auto payload = AllocAligned(payload_size_);
   if (header_buf == nullptr || payload == nullptr) {
-    Report(Status::FromErrno(ENOMEM, "ring entry buffers"));
+    Report(t.phase, Status::FromErrno(ENOMEM, "ring entry buffers"));
     io_uring_queue_exit(&ring);
     return;
   }
   auto* header = reinterpret_cast<abi::FuseUringReqHeader*>(header_buf.get());
-  iovec iov[2] = {{header, sizeof(*header)}, {payload.get(), payload_size_}};
+  if (!WaitTurn(t.phase)) {
+    io_uring_queue_exit(&ring);
+    return;
+  }
+  const bool refuse = t.refuse;
+  iovec iov[2] = {{header, sizeof(*header)}, {payload.get(), refuse ? 4096 : payload_size_}};
   io_uring_sqe* sqe = PrepareCmd(&ring, session_fd_, abi::kFuseIoUringCmdRegister, t.qid, 0);
   sqe->addr = reinterpret_cast<uint64_t>(iov);
   sqe->len = 2;
@@ -205,12 +244,12 @@ void DevfsUringLoop::Serve(Thread& t) {
   }
   if (sr < 0 || (cqe != nullptr && cqe->res < 0)) {
     const int err = sr < 0 ? -sr : -cqe->res;
-    Report(Status::FromErrno(err, "FUSE_IO_URING_CMD_REGISTER on queue " + std::to_string(t.qid) +
-                                      ": " + std::strerror(err)));
+    Report(t.phase, Status::FromErrno(err, "FUSE_IO_URING_CMD_REGISTER on queue " +
+                                               std::to_string(t.qid) + ": " + std::strerror(err)));
     io_uring_queue_exit(&ring);
     return;
   }
-  Report(Status::Ok());
+  Report(t.phase, Status::Ok());
 
   const std::span<uint8_t> out(payload.get(), payload_size_);
   while (true) {
