@@ -104,6 +104,7 @@ std::vector<BlockStack> AllBlockStacks() {
       {"lvm-on-loop-on-zvol", "the seed's stack", needs_loop, NotBuilt},
       {"lvm-on-file", "an LV on a sparse file as PV", Status::Ok(), BuildLvmOnFile},
       {"zvol-512", "zvol behind a 512-byte-sector loop", needs_loop, NotBuilt},
+      {"zvol-uring", "zvol through devfs over FUSE io_uring", needs_loop, NotBuilt},
   };
 }
 

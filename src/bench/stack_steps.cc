@@ -180,11 +180,13 @@ Result<std::string> VolstackLosetup(StackRun& run, const std::string& devfs_dir,
 }
 
 Result<std::string> StartDevfs(StackRun& run, const std::string& dir_name,
-                               const std::vector<std::string>& names) {
+                               const std::vector<std::string>& names,
+                               const std::vector<std::string>& options) {
   VS_RETURN_IF_ERROR(CheckCancelled());
   VS_ASSIGN_OR_RETURN(std::string dir, MakeRunDirectory(run, dir_name));
   std::vector<std::string> argv = {
       run.env->volstack, "--state-dir", run.state_dir, "devfs", "--foreground", "--devfs", dir};
+  argv.insert(argv.end(), options.begin(), options.end());
   argv.insert(argv.end(), names.begin(), names.end());
   std::string log = run.dir + "/" + dir_name + ".log";
   VS_ASSIGN_OR_RETURN(pid_t pid, StartBackground(argv, log));

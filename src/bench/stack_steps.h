@@ -25,11 +25,12 @@ Result<std::string> AttachLoop(StackRun& run, const std::string& file, uint32_t 
 Result<std::string> VolstackLosetup(StackRun& run, const std::string& devfs_dir,
                                     const std::string& name, uint32_t sector_size);
 
-// Starts `volstack devfs --foreground --devfs DIR NAME...` and waits until every NAME's file
-// appears under DIR; the server's PID joins run.serving_pids. Undo: SIGTERM by PID (then
-// SIGKILL), and a lazy unmount if the mount outlived it. Returns DIR.
+// Starts `volstack devfs --foreground --devfs DIR OPTION... NAME...` and waits until every
+// NAME's file appears under DIR; the server's PID joins run.serving_pids. Undo: SIGTERM by
+// PID (then SIGKILL), and a lazy unmount if the mount outlived it. Returns DIR.
 Result<std::string> StartDevfs(StackRun& run, const std::string& dir_name,
-                               const std::vector<std::string>& names);
+                               const std::vector<std::string>& names,
+                               const std::vector<std::string>& options = {});
 
 // `volstack zpool create POOL FILE` on a new sparse file of `file_size`.
 Status CreatePool(StackRun& run, const std::string& pool, uint64_t file_size);

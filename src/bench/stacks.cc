@@ -1,4 +1,4 @@
-// The six stacks (see stack_builder.h for the pictures). Sizes: the device mkfs.xfs sees is
+// The stacks (see stack_builder.h for the pictures). Sizes: the device mkfs.xfs sees is
 // run.size_bytes; the layers below get what they need on top (LVM's metadata and extent
 // rounding, the pool's copy-on-write headroom), all as sparse files, so only what the run
 // writes takes space.
@@ -6,6 +6,7 @@
 
 #include "bench/stack_builder.h"
 #include "bench/stack_steps.h"
+#include "export/fuse_uring_parameter.h"
 
 namespace volstack::bench {
 
@@ -50,9 +51,14 @@ class FileStack final : public StackBuilder {
 
 class ZvolStack final : public StackBuilder {
  public:
-  explicit ZvolStack(uint32_t sector_size) : sector_size_(sector_size) {}
-  std::string name() const override { return sector_size_ == 0 ? "zvol" : "zvol-512"; }
+  explicit ZvolStack(uint32_t sector_size, bool uring = false)
+      : sector_size_(sector_size), uring_(uring) {}
+  std::string name() const override {
+    if (uring_) return "zvol-uring";
+    return sector_size_ == 0 ? "zvol" : "zvol-512";
+  }
   std::string description() const override {
+    if (uring_) return "zvol with devfs served through FUSE over io_uring (the other transport)";
     if (sector_size_ == 0) {
       return "XFS on a loop device (sector size: the volume's block size) over devfs over a pool "
              "volume";
@@ -60,16 +66,31 @@ class ZvolStack final : public StackBuilder {
     return fmt::format("zvol with a {}-byte-sector loop device: the seed's sector-size suspicion",
                        sector_size_);
   }
-  Status Available(const Environment& env) const override { return NeedKernel(env, true); }
+  Status Available(const Environment& env) const override {
+    VS_RETURN_IF_ERROR(NeedKernel(env, true));
+    if (uring_ && !exportfs::FuseUringParameter::Available()) {
+      return Status::NotSupported("this kernel has no FUSE over io_uring");
+    }
+    return Status::Ok();
+  }
   Result<std::string> Setup(StackRun& run) const override {
     VS_RETURN_IF_ERROR(CreatePool(run, kPool, PoolFileSize(run.size_bytes)));
     VS_RETURN_IF_ERROR(CreateVolume(run, kVolume, run.size_bytes));
-    VS_ASSIGN_OR_RETURN(std::string devfs, StartDevfs(run, "devfs", {kVolume}));
+    std::string devfs;
+    if (uring_) {
+      // The kernel offers the ring only while the parameter is on, at INIT; the connection
+      // keeps it after the parameter is put back.
+      VS_ASSIGN_OR_RETURN(auto param, exportfs::FuseUringParameter::Set(true));
+      VS_ASSIGN_OR_RETURN(devfs, StartDevfs(run, "devfs", {kVolume}, {"--fuse-transport=uring"}));
+    } else {
+      VS_ASSIGN_OR_RETURN(devfs, StartDevfs(run, "devfs", {kVolume}));
+    }
     return VolstackLosetup(run, devfs, kVolume, sector_size_);
   }
 
  private:
   const uint32_t sector_size_;  // 0: volstack's choice (the volume's physical block size)
+  const bool uring_;
 };
 
 class LvmOnZvolStack final : public StackBuilder {
@@ -134,6 +155,7 @@ std::vector<std::unique_ptr<StackBuilder>> AllStackBuilders() {
   all.push_back(std::make_unique<LvmOnLoopOnZvolStack>());
   all.push_back(std::make_unique<LvmOnFileStack>());
   all.push_back(std::make_unique<ZvolStack>(512));
+  all.push_back(std::make_unique<ZvolStack>(0, true));
   return all;
 }
 

@@ -33,7 +33,9 @@ struct DevfsArgs {
   unsigned threads = 16;
   unsigned max_background = 256;
   bool page_cache = false;
-  bool splice = false;
+  std::string fuse_transport = "auto";
+  unsigned uring_threads = 0;
+  bool uring_pin = false;
   bool no_clone_fd = false;
   unsigned max_write_kib = 1024;
   double attr_timeout = 1.0;
@@ -112,10 +114,12 @@ int RunDevfs(Context& ctx, const DevfsArgs& args) {
     ApplyNice(args.nice);
     exportfs::DevfsOptions options;
     options.max_threads = args.threads;
+    VS_ASSIGN_OR_RETURN(options.transport, exportfs::ParseFuseTransport(args.fuse_transport));
+    options.uring_threads_per_queue = args.uring_threads;
+    options.uring_pin_threads = args.uring_pin;
     options.max_background = args.max_background;
     options.congestion_threshold = args.max_background * 3 / 4;
     options.direct_io = !args.page_cache;
-    options.splice = args.splice;
     options.clone_fd = !args.no_clone_fd;
     options.max_write = args.max_write_kib * 1024;
     options.attr_timeout = args.attr_timeout;
@@ -123,6 +127,10 @@ int RunDevfs(Context& ctx, const DevfsArgs& args) {
     options.write_behind = args.write_behind || args.write_behind_inline;
     options.write_behind_inline = args.write_behind_inline;
     VS_ASSIGN_OR_RETURN(devfs, exportfs::Devfs::Mount(dir, *registry, options));
+    const std::string& why = devfs->transport_reason();
+    std::fprintf(stderr, "volstack: devfs %s: FUSE transport %s%s%s\n", dir.c_str(),
+                 exportfs::FuseTransportName(devfs->transport()), why.empty() ? "" : ": ",
+                 why.c_str());
     return Status::Ok();
   };
   auto stop = [&]() {
@@ -162,7 +170,16 @@ void RegisterDevfsVerb(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(1, 65535));
   verb->add_flag("--page-cache", args->page_cache,
                  "Let the kernel page cache sit in front of the devices");
-  verb->add_flag("--splice", args->splice, "Use splice for FUSE requests and replies");
+  verb->add_option("--fuse-transport", args->fuse_transport,
+                   "auto (io_uring when the kernel offers it), uring or classic; default from "
+                   "VOLSTACK_FUSE_TRANSPORT, else auto")
+      ->check(CLI::IsMember({"auto", "uring", "classic"}));
+  verb->add_option("--uring-threads", args->uring_threads,
+                   "FUSE over io_uring: threads (ring entries) per CPU queue (0: --threads "
+                   "spread over the queues)")
+      ->check(CLI::Range(0, 64));
+  verb->add_flag("--uring-pin", args->uring_pin,
+                 "FUSE over io_uring: pin each queue's threads to its CPU");
   verb->add_flag("--no-clone-fd", args->no_clone_fd, "One /dev/fuse fd for all threads");
   verb->add_option("--max-write", args->max_write_kib, "Largest FUSE READ/WRITE in KiB")
       ->check(CLI::Range(4, 1024));

@@ -125,6 +125,8 @@ int PrintStatus(const Context& ctx) {
   tree["state_dir"] = ctx.global.state_dir;
   tree["daemon"] = daemon != nullptr;
   tree["devfs"] = devfs_dir.empty() ? json(nullptr) : json(devfs_dir);
+  const std::string transport = daemon ? daemon->devfs_transport() : "";
+  tree["fuse_transport"] = transport.empty() ? json(nullptr) : json(transport);
 
   // Pools, their vdevs and volumes.
   json pools = json::array();
@@ -206,8 +208,13 @@ int PrintStatus(const Context& ctx) {
     std::printf("%s\n", tree.dump(2).c_str());
     return kExitOk;
   }
-  std::printf("stack %s (%s)\n", ctx.global.state_dir.c_str(),
-              daemon ? ("daemon running, devfs " + devfs_dir).c_str() : "no daemon");
+  std::string reason = daemon ? daemon->devfs_transport_reason() : "";
+  if (!reason.empty()) reason = ": " + reason;
+  std::printf(
+      "stack %s (%s)\n", ctx.global.state_dir.c_str(),
+      daemon ? ("daemon running, devfs " + devfs_dir + ", FUSE transport " + transport + reason)
+                   .c_str()
+             : "no daemon");
   auto size = [](const json& j) { return poolcli::Bytes(j.get<uint64_t>(), false); };
   for (const auto& p : pools) {
     std::printf("  pool %s  %s", p["name"].get<std::string>().c_str(),

@@ -1,10 +1,11 @@
 // devfs: every active device as a regular file, so the kernel (a loop device, mkfs, qemu-img)
 // can use it.
 //
-// Theory. The FUSE low-level API serves a DevfsTree that mirrors a DeviceRegistry: the
-// registry's listener adds and removes nodes and tells the kernel to drop dentries it may
-// hold (notify_inval_entry on add, for a negative dentry; notify_delete on removal). File
-// I/O maps 1:1 onto the device through a ByteRangeIo:
+// Theory. devfs speaks the FUSE protocol itself (libfuse only mounts and unmounts) and
+// serves a DevfsTree that mirrors a DeviceRegistry: the registry's listener adds and removes
+// nodes and tells the kernel to drop dentries it may hold (notify_inval_entry on add, for a
+// negative dentry; notify_delete on removal). File I/O maps 1:1 onto the device through a
+// ByteRangeIo:
 //
 //   READ            -> Read (clipped at the end; unaligned ranges through a bounce buffer)
 //   WRITE           -> Write (unaligned ranges by read-modify-write; ENOSPC past the end)
@@ -22,12 +23,20 @@
 // device and a device written through NBD at the same time stays coherent. A loop device
 // with direct I/O on submits asynchronous direct I/O; the kernel turns it into background
 // FUSE requests, up to max_background in flight (raised from the kernel's 12, which would
-// cap the loop's queue depth). Requests are served by a multi-threaded libfuse loop with one
-// cloned /dev/fuse fd per thread; each thread reads a request and answers it itself, so
-// there is no hand-off between threads on the I/O path.
+// cap the loop's queue depth). Requests reach the handlers (devfs_ops.cc) by one of two
+// transports (devfs_transport.h): classic threads that read /dev/fuse, one cloned fd each,
+// or FUSE over io_uring, a queue per CPU whose threads take requests from ring entries and
+// return the reply with the fetch of the next one. Either way the thread that takes a
+// request answers it itself: no hand-off between threads on the I/O path.
 //
-// Lifecycle. Mount() mounts, starts the loop thread and waits until a stat of the mount
-// point is answered (the kernel's INIT handshake is done). Unmount() is a plain umount(2):
+// Transport choice: INIT is always read from /dev/fuse by the first classic thread. Its
+// reply takes FUSE_OVER_IO_URING when the kernel offers it (the module's enable_uring) and
+// the options allow it; the kernel then holds new requests until every queue has an entry,
+// so Start() registers the ring before it returns, and if that fails makes the kernel drop
+// the ring (a REGISTER it must refuse) so the connection falls back to /dev/fuse.
+//
+// Lifecycle. Mount() mounts, starts the INIT thread, waits for INIT, starts the transport and
+// waits until a stat of the mount point is answered. Unmount() is a plain umount(2):
 // EBUSY while files are open (a bound loop device), so a clean unmount never breaks a user.
 // The destructor, if still mounted, aborts the FUSE connection (umount MNT_FORCE) and
 // detaches lazily, so a loop device left bound sees I/O errors rather than a hang.
@@ -58,13 +67,17 @@
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <vector>
 
 #include "export/devfs_impl.h"
+#include "export/devfs_transport.h"
 
 namespace volstack::exportfs {
 
@@ -92,6 +105,36 @@ Devfs::Devfs(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Devfs::~Devfs() = default;
 Status Devfs::Unmount() { return impl_->Unmount(); }
 const std::string& Devfs::dir() const { return impl_->dir_; }
+FuseTransport Devfs::transport() const { return impl_->transport_; }
+const std::string& Devfs::transport_reason() const { return impl_->transport_reason_; }
+
+const char* FuseTransportName(FuseTransport transport) {
+  switch (transport) {
+    case FuseTransport::kAuto:
+      return "auto";
+    case FuseTransport::kUring:
+      return "uring";
+    case FuseTransport::kClassic:
+      return "classic";
+  }
+  return "?";
+}
+
+Result<FuseTransport> ParseFuseTransport(const std::string& name) {
+  if (name == "auto") return FuseTransport::kAuto;
+  if (name == "uring") return FuseTransport::kUring;
+  if (name == "classic") return FuseTransport::kClassic;
+  return Status::InvalidArgument("unknown FUSE transport '" + name +
+                                 "' (expected auto, uring or classic)");
+}
+
+Result<FuseTransport> FuseTransportFromEnvironment() {
+  const char* env = std::getenv("VOLSTACK_FUSE_TRANSPORT");
+  if (env == nullptr || *env == 0) return FuseTransport::kAuto;
+  auto t = ParseFuseTransport(env);
+  if (!t.ok()) return t.status().WithContext("VOLSTACK_FUSE_TRANSPORT");
+  return t;
+}
 size_t Devfs::node_count() const { return impl_->tree_.node_count(); }
 
 Status Devfs::Impl::Start() {
@@ -99,6 +142,24 @@ Status Devfs::Impl::Start() {
   std::filesystem::create_directories(dir_, ec);
   if (ec) return Status::FromErrno(ec.value(), "devfs: mkdir " + dir_ + ": " + ec.message());
 
+  wanted_ = options_.transport;
+  if (wanted_ == FuseTransport::kAuto) {
+    auto env = FuseTransportFromEnvironment();
+    if (!env.ok()) return env.status().WithContext("devfs");
+    wanted_ = *env;
+  }
+  if (wanted_ != FuseTransport::kClassic) {
+    const Status probe = DevfsUringLoop::Probe();
+    uring_probe_ok_ = probe.ok();
+    if (!probe.ok()) {
+      if (wanted_ == FuseTransport::kUring) return probe.WithContext("devfs: FUSE over io_uring");
+      transport_reason_ = probe.message();
+    }
+  } else {
+    transport_reason_ = "classic transport requested";
+  }
+
+  // libfuse only mounts (and later unmounts): devfs reads and answers the requests itself.
   std::string opts = "fsname=volstack,subtype=volstack,default_permissions";
   opts += ",max_read=" + std::to_string(options_.max_write);
   if (options_.allow_other) opts += ",allow_other";
@@ -106,7 +167,8 @@ Status Devfs::Impl::Start() {
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
-  session_ = fuse_session_new(&args, &Ops(), sizeof(fuse_lowlevel_ops), this);
+  static const fuse_lowlevel_ops kNoOps{};
+  session_ = fuse_session_new(&args, &kNoOps, sizeof(kNoOps), this);
   if (session_ == nullptr) return Status::IoError("devfs: cannot create the FUSE session");
 
   // Mirror the registry: subscribe first, then add what is there, so nothing is missed.
@@ -120,24 +182,80 @@ Status Devfs::Impl::Start() {
     return Status::IoError("devfs: cannot mount FUSE on " + dir_);
   }
   mounted_ = true;
+  fd_ = fuse_session_fd(session_);
   {
     std::lock_guard lock(notify_mu_);
     live_ = true;
   }
   if (options_.write_behind) write_behind_ = std::make_unique<DevfsWriteBehind>();
-  loop_thread_ = std::thread([this] {
-    fuse_loop_config* config = fuse_loop_cfg_create();
-    fuse_loop_cfg_set_clone_fd(config, options_.clone_fd ? 1 : 0);
-    fuse_loop_cfg_set_max_threads(config, options_.max_threads);
-    fuse_loop_cfg_set_idle_threads(config, options_.max_threads);
-    fuse_session_loop_mt(session_, config);
-    fuse_loop_cfg_destroy(config);
-  });
-  // The first stat is answered only after INIT: from here on the mount works.
+  // One classic thread answers INIT; the transport it agreed on then starts.
+  classic_ = std::make_unique<DevfsClassicLoop>(*this, fd_);
+  VS_RETURN_IF_ERROR(classic_->AddThreads(1, false));
+  {
+    std::unique_lock lock(init_mu_);
+    if (!init_cv_.wait_for(lock, std::chrono::seconds(30), [this] { return init_done_; })) {
+      return Status::FromErrno(ETIMEDOUT, "devfs: the kernel sent no FUSE INIT in 30 s");
+    }
+  }
+  VS_RETURN_IF_ERROR(StartTransport());
+  // The first stat is answered only after INIT (and, with the ring, once every queue has
+  // its entries): from here on the mount works.
   struct stat st;
   if (::stat(dir_.c_str(), &st) != 0) return ErrnoStatus("devfs: stat " + dir_);
   if (options_.resize_poll_seconds > 0) watch_thread_ = std::thread([this] { WatchSizes(); });
   return Status::Ok();
+}
+
+Status Devfs::Impl::StartTransport() {
+  if (uring_negotiated_) {
+    uring_ = std::make_unique<DevfsUringLoop>(
+        *this, fd_, max_payload(), options_.uring_threads_per_queue, options_.max_threads,
+        options_.uring_pin_threads, options_.uring_refuse_first_entry_for_test);
+    const Status s = uring_->Start();
+    if (s.ok()) {
+      transport_ = FuseTransport::kUring;
+      transport_reason_.clear();
+      // FORGET and INTERRUPT still come through /dev/fuse: the INIT thread serves them.
+      return Status::Ok();
+    }
+    // The kernel fell back to /dev/fuse (DevfsUringLoop::Start saw to it).
+    if (wanted_ == FuseTransport::kUring) return s.WithContext("devfs: FUSE over io_uring");
+    transport_reason_ = s.message();
+  } else if (wanted_ == FuseTransport::kUring) {
+    return Status::NotSupported(
+        "devfs: FUSE over io_uring: the kernel did not offer it at INIT (needs Linux 6.14+ "
+        "and /sys/module/fuse/parameters/enable_uring set to Y)");
+  } else if (transport_reason_.empty()) {
+    transport_reason_ = "the kernel did not offer FUSE over io_uring at INIT";
+  }
+  transport_ = FuseTransport::kClassic;
+  return classic_->AddThreads(std::max(options_.max_threads, 1u) - 1, options_.clone_fd);
+}
+
+void Devfs::Impl::InitReplied() {
+  std::lock_guard lock(init_mu_);
+  init_done_ = true;
+  init_cv_.notify_all();
+}
+
+size_t Devfs::Impl::max_payload() const {
+  // What the kernel sizes a ring entry's payload by: max(FUSE_MIN_READ_BUFFER, max_write,
+  // max_pages pages); devfs's INIT reply makes max_pages cover max_write.
+  const size_t pages = std::max<size_t>(options_.max_write / 4096, 1) * 4096;
+  return std::max<size_t>({8192, options_.max_write, pages});
+}
+
+void Devfs::Impl::NotifyLocked(int32_t code, const void* arg, size_t arg_len,
+                               const std::string& name) {
+  fuse_out_header oh{};
+  oh.error = code;  // a notification: unique 0, the code in error
+  const char nul = 0;
+  iovec iov[4] = {{&oh, sizeof(oh)},
+                  {const_cast<void*>(arg), arg_len},
+                  {const_cast<char*>(name.data()), name.size()},
+                  {const_cast<char*>(&nul), name.empty() ? 0u : 1u}};
+  oh.len = static_cast<uint32_t>(sizeof(oh) + arg_len + name.size() + (name.empty() ? 0 : 1));
+  ::writev(fd_, iov, 4);
 }
 
 void Devfs::Impl::WatchSizes() {
@@ -158,7 +276,12 @@ void Devfs::Impl::NotifyResized() {
   // A negative offset drops only the attributes: the next stat asks for the new size (and a
   // smaller size truncates what the page cache holds beyond it). ENOENT: the kernel holds
   // no inode for the file, so it has nothing stale.
-  for (const uint64_t ino : inos) fuse_lowlevel_notify_inval_inode(session_, ino, -1, 0);
+  for (const uint64_t ino : inos) {
+    fuse_notify_inval_inode_out arg{};
+    arg.ino = ino;
+    arg.off = -1;
+    NotifyLocked(FUSE_NOTIFY_INVAL_INODE, &arg, sizeof(arg), "");
+  }
 }
 
 void Devfs::Impl::OnChange(bdev::DeviceRegistry::Change change, const std::string& name,
@@ -176,9 +299,16 @@ void Devfs::Impl::OnChange(bdev::DeviceRegistry::Change change, const std::strin
   for (const auto& e : entries) {
     // Errors (ENOENT: the kernel held no dentry) are expected and harmless.
     if (change == bdev::DeviceRegistry::Change::kAdded) {
-      fuse_lowlevel_notify_inval_entry(session_, e.parent, e.name.c_str(), e.name.size());
+      fuse_notify_inval_entry_out arg{};
+      arg.parent = e.parent;
+      arg.namelen = static_cast<uint32_t>(e.name.size());
+      NotifyLocked(FUSE_NOTIFY_INVAL_ENTRY, &arg, sizeof(arg), e.name);
     } else {
-      fuse_lowlevel_notify_delete(session_, e.parent, e.ino, e.name.c_str(), e.name.size());
+      fuse_notify_delete_out arg{};
+      arg.parent = e.parent;
+      arg.child = e.ino;
+      arg.namelen = static_cast<uint32_t>(e.name.size());
+      NotifyLocked(FUSE_NOTIFY_DELETE, &arg, sizeof(arg), e.name);
     }
   }
 }
@@ -201,16 +331,10 @@ Status Devfs::Impl::Unmount() {
 
 void Devfs::Impl::ForceStop() {
   if (mounted_) {
-    // A plain unmount first: the serving threads then read ENODEV and end quietly. Only
-    // when files are open does MNT_FORCE abort the FUSE connection (fuse_umount_begin), so
-    // open files see errors instead of hanging, and MNT_DETACH then takes the mount away.
-    // Not always MNT_FORCE: a thread reading the aborted connection gets ECONNABORTED,
-    // which libfuse reports with perror, and the loop cancels its other threads meanwhile;
-    // one cancelled inside perror (glibc's takes stderr's lock with no cancellation cleanup)
-    // left stderr locked, and the process hung at exit flushing it (a devfs_test run in CI
-    // printed "fuse: reading device: Software caused connection abort" and hung; gdb: the
-    // lock's owner a dead thread whose stack held perror). With files open that can still
-    // happen: libfuse offers no other way to stop threads blocked reading the device.
+    // A plain unmount first: the serving threads then read ENODEV and end. Only when files
+    // are open does MNT_FORCE abort the FUSE connection (fuse_umount_begin), so open files
+    // see errors instead of hanging (the threads read ECONNABORTED, ring entries complete
+    // with ENOTCONN), and MNT_DETACH then takes the mount away.
     if (::umount2(dir_.c_str(), 0) != 0 && ::umount2(dir_.c_str(), MNT_FORCE) != 0) {
       ::umount2(dir_.c_str(), MNT_DETACH);
     }
@@ -236,7 +360,9 @@ void Devfs::Impl::Join() {
     registry_.Unsubscribe(listener_id_);
     listener_id_ = 0;
   }
-  if (loop_thread_.joinable()) loop_thread_.join();
+  // The connection is gone (unmounted or aborted): the transports' threads see it and end.
+  uring_.reset();
+  classic_.reset();
   write_behind_.reset();  // no request thread can kick it any more
   if (session_ != nullptr) {
     fuse_session_unmount(session_);  // the mount is gone: only closes the fd
@@ -246,6 +372,8 @@ void Devfs::Impl::Join() {
   }
 }
 
+Devfs::Impl::Impl(std::string dir, bdev::DeviceRegistry& registry, const DevfsOptions& options)
+    : dir_(std::move(dir)), registry_(registry), options_(options) {}
 Devfs::Impl::~Impl() { ForceStop(); }
 
 }  // namespace volstack::exportfs

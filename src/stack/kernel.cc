@@ -17,6 +17,10 @@ class SystemDevfs : public DevfsMount {
   explicit SystemDevfs(std::unique_ptr<exportfs::Devfs> devfs) : devfs_(std::move(devfs)) {}
   Status Unmount() override { return devfs_->Unmount(); }
   const std::string& dir() const override { return devfs_->dir(); }
+  std::string transport() const override {
+    return exportfs::FuseTransportName(devfs_->transport());
+  }
+  std::string transport_reason() const override { return devfs_->transport_reason(); }
 
  private:
   std::unique_ptr<exportfs::Devfs> devfs_;

@@ -22,6 +22,10 @@ class DevfsMount {
   // EBUSY (still mounted) while a file is open, e.g. bound to a loop device.
   virtual Status Unmount() = 0;
   virtual const std::string& dir() const = 0;
+  // How FUSE requests reach it ("uring", "classic"; "" when not FUSE) and, for classic, why
+  // not the ring (export/devfs.h).
+  virtual std::string transport() const { return ""; }
+  virtual std::string transport_reason() const { return ""; }
 };
 
 class Kernel {

@@ -255,5 +255,9 @@ void Stack::Release(const std::vector<std::string>& names) {
 }
 
 std::string Stack::devfs_dir() const { return devfs_ ? devfs_->dir() : ""; }
+std::string Stack::devfs_transport() const { return devfs_ ? devfs_->transport() : ""; }
+std::string Stack::devfs_transport_reason() const {
+  return devfs_ ? devfs_->transport_reason() : "";
+}
 
 }  // namespace volstack::stack

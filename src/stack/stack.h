@@ -100,6 +100,9 @@ class Stack {
   std::shared_ptr<pool::Pool> FindLivePool(const std::string& name) const;
   std::map<std::string, std::string> UnavailablePools() const { return unavailable_; }
   std::string devfs_dir() const;
+  // The devfs mount's FUSE transport and why not the ring ("" when not mounted).
+  std::string devfs_transport() const;
+  std::string devfs_transport_reason() const;
 
   // Ends the daemon that holds this stack once the current request has answered.
   void RequestStop() { stop_requested_ = true; }

@@ -11,10 +11,13 @@ need_cmd dd cmp qemu-img mkfs.xfs xfs_repair fallocate python3
 truncate -s 512M "$T/a.img"
 truncate -s 64M "$T/b.img"
 DEV=$VS_STATE/dev
-vs devfs "$T/a.img" grp/b="$T/b.img"
+vs devfs "$T/a.img" grp/b="$T/b.img" 2>"$T/devfs.err" || fail "devfs: $(cat "$T/devfs.err")"
 PID=$(cat "$VS_STATE/devfs.pid")
 on_exit_kill "$PID"
 mountpoint -q "$DEV" || fail "devfs not mounted at $DEV"
+# devfs says which FUSE transport serves it (the one asked for, when one was).
+grep -q "FUSE transport ${VOLSTACK_FUSE_TRANSPORT:-}" "$T/devfs.err" ||
+  fail "devfs does not say it serves through ${VOLSTACK_FUSE_TRANSPORT:-some} transport: $(cat "$T/devfs.err")"
 
 # Names, sizes, block size.
 [ "$(stat -c %s "$DEV/a.img")" = $((512 << 20)) ] || fail "a.img size"

@@ -36,8 +36,12 @@ assert_up() {
   [ -f "$VS_STATE/dev/trunk/funk" ] || fail "trunk/funk is not in devfs: $(ls -R "$VS_STATE/dev")"
   [ -f "$VS_STATE/dev/vg0/lv0" ] || fail "vg0/lv0 is not in devfs: $(ls -R "$VS_STATE/dev")"
   vs status >"$T/status.up"
-  head -n 1 "$T/status.up" | grep -qF "(daemon running, devfs $VS_STATE/dev)" ||
+  head -n 1 "$T/status.up" | grep -qF "(daemon running, devfs $VS_STATE/dev, FUSE transport " ||
     fail "status does not show the daemon: $(cat "$T/status.up")"
+  # The transport serving devfs (the ring where the kernel offered it at INIT, which depends
+  # on a module parameter other tests may switch meanwhile).
+  head -n 1 "$T/status.up" | grep -Eq "FUSE transport (uring|classic)" ||
+    fail "status does not name the FUSE transport: $(head -n 1 "$T/status.up")"
   grep -qx "  pool trunk  ONLINE  .*" "$T/status.up" || fail "trunk not ONLINE: $(cat "$T/status.up")"
   grep -qx "    lv vg0/lv0  .*  active" "$T/status.up" || fail "vg0/lv0 not active: $(cat "$T/status.up")"
 }
