@@ -25,7 +25,7 @@
 # WORDS: "loop:ATTR=VALUE" writes the loop device's sysfs ATTR (e.g. loop:queue/nr_requests=64)
 # after binding, "env:VAR=VALUE" sets an environment variable for devfs, "nice:N" runs devfs
 # at that nice value (under load, its threads then wait less for a CPU), and every other word
-# is a devfs option (e.g. --splice); "bin:PATH" runs another volstack binary. A --variant
+# is a devfs option (e.g. --fuse-transport=classic); "bin:PATH" runs another volstack binary. A --variant
 # named in --nbd is a volstack NBD server with WORDS as `nbd serve` options (and "bin:PATH").
 # --stats prints devfs's FUSE request counters
 # (VOLSTACK_DEVFS_STATS) after each volstack stack. --nbd-opts go to `volstack nbd serve`.
