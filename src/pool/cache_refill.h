@@ -68,6 +68,9 @@ struct WrittenBlock {
   BlockKey key;
   ChecksumType cksum = ChecksumType::kXxh3_128;
   Checksum checksum;
+  // Stored compressed: the cache holds its logical bytes, which a read-back cannot verify
+  // without decoding; such a block is not read back (CacheFill leaves it out).
+  bool compressed = false;
 };
 
 struct CacheRefillStats {

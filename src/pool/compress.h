@@ -33,6 +33,9 @@ namespace volstack::pool {
 
 // The `compression` property, parsed: off, on (= lz4), lz4, zstd (= zstd-3),
 // zstd-1..zstd-19, zstd-fast (= zstd level -1).
+// The property's value where a volume sets none.
+inline constexpr const char* kDefaultCompression = "off";
+
 struct CompressionSetting {
   Compression algo = Compression::kNone;
   int level = 0;  // zstd only

@@ -10,6 +10,9 @@
 #include <random>
 #include <vector>
 
+#include "pool/mos_format.h"
+#include "util/coding.h"
+
 namespace volstack::pool {
 namespace {
 
@@ -179,6 +182,37 @@ TEST(CompressTest, BlkptrCarriesCompressionOnlyForCompressedData) {
                 b.level = 1;
               }).IsCorruption());
   EXPECT_TRUE(with([](BlockPtr& b) { b.dva[0].asize_sectors = 5; }).IsCorruption());  // < psize
+}
+
+TEST(CompressTest, MosIsVersion5OnlyOnceCompressedBlocksExist) {
+  MosPhys mos;
+  mos.txg = 7;
+  DatasetPhys d;
+  d.id = 1;
+  d.name = "trunk/v";
+  d.guid = 9;
+  d.volsize = 1 << 20;
+  d.volblocksize = 16384;
+  d.used = 40960;
+  d.lused = 40960;
+  mos.datasets.push_back(d);
+  auto plain = EncodeMos(mos);
+  EXPECT_EQ(plain[7], 2);
+  EXPECT_EQ(std::string(plain.begin(), plain.end()).find("lused"), std::string::npos);
+  mos.compressed = true;
+  mos.datasets[0].lused = 163840;  // four 16K blocks in 40K
+  auto v5 = EncodeMos(mos);
+  EXPECT_EQ(v5[7], 5);
+  auto back = DecodeMos(v5);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, mos);
+  // The version byte and the directory must agree.
+  auto as_v2 = v5;
+  as_v2[7] = 2;
+  EXPECT_TRUE(DecodeMos(as_v2).status().IsCorruption());
+  auto as_v5 = plain;
+  as_v5[7] = 5;
+  EXPECT_TRUE(DecodeMos(as_v5).status().IsCorruption());
 }
 
 }  // namespace

@@ -66,7 +66,8 @@ struct SyncContext {
   uint64_t data_bytes = 0;   // data blocks written (TxgStats)
   uint64_t early_bytes = 0;  // of those, adopted from early writes
 
-  Result<Dva> Allocate(uint64_t size, Volume* owner);
+  // `lsize`: the block's logical size when it is stored compressed (0: size).
+  Result<Dva> Allocate(uint64_t size, Volume* owner, uint64_t lsize = 0);
   // Takes a block written early (PoolImpl::AllocateEarlyLocked) into this txg, as Allocate
   // would have.
   void Adopt(const Dva& dva, Volume* owner);
@@ -109,7 +110,7 @@ class PoolImpl {
   // volumes' indirect caches (cache_bytes). Created with the pool (Create/Import).
   std::unique_ptr<BlockCache> block_cache;
   static BlockKey CacheKey(const BlockPtr& bp) {
-    return BlockKey{bp.dva[0].vdev, bp.psize, bp.dva[0].offset, bp.birth};
+    return BlockKey{bp.dva[0].vdev, bp.lsize, bp.dva[0].offset, bp.birth};
   }
   void InitBlockCache() {
     // Below 1 MiB the fixed tables would be a large share of the bound: indirect blocks only.
@@ -144,9 +145,11 @@ class PoolImpl {
   std::map<std::string, std::string> props;                // GUARDED_BY(mu)
   uint64_t next_id = 1;                                    // GUARDED_BY(mu)
   bool mos_dirty = false;                                  // GUARDED_BY(mu)
-  uint64_t open_txg = 1;                                   // GUARDED_BY(mu)
-  bool stop_thread = false;                                // GUARDED_BY(mu)
-  bool kick = false;                                       // GUARDED_BY(mu)
+  // A compressed block was written since the pool was created (MosPhys::compressed).
+  std::atomic<bool> compressed_blocks{false};
+  uint64_t open_txg = 1;     // GUARDED_BY(mu)
+  bool stop_thread = false;  // GUARDED_BY(mu)
+  bool kick = false;         // GUARDED_BY(mu)
   // Snapshots (snapshot.cc): a read-only Volume over each snapshot's tree, by full name
   // "pool/vol@snap". GUARDED_BY(mu)
   std::map<std::string, std::shared_ptr<Volume>> snapshots;

@@ -343,6 +343,8 @@ void Volume::ResetTreeLocked(const DatasetPhys& snap) {
   volsize_ = snap.volsize;
   used_ = snap.used;
   synced_.used = snap.used;
+  lused_ = snap.lused;
+  synced_.lused = snap.lused;
 }
 
 void Volume::SetSnapshotProps(std::map<std::string, std::string> props) {
@@ -431,6 +433,15 @@ Result<DatasetInfo> Pool::Clone(const std::string& snapshot, const std::string& 
     phys.guid = NewGuid();
     phys.create_txg = p.open_txg;
     phys.props = props;
+    // A clone carries on its origin's data, so it keeps the origin's compression unless
+    // the clone is given its own (zfs would inherit it from the parent filesystem, which
+    // here holds no such property).
+    if (!phys.props.count("compression")) {
+      if (auto h = p.volumes.find(VolumeOf(snapshot)); h != p.volumes.end()) {
+        const std::string c = h->second->Prop("compression", "");
+        if (!c.empty()) phys.props["compression"] = c;
+      }
+    }
     phys.origin = snapshot;
     auto vol = std::make_shared<Volume>(&p, phys);
     vol->refreservation = refres;
@@ -484,6 +495,7 @@ std::vector<DatasetInfo> Pool::ListSnapshots(const std::string& volume) {
     d.create_txg = ph.create_txg;
     d.creation_time = std::strtoull(sn->Prop("creation", "0").c_str(), nullptr, 10);
     d.referenced = ph.used;
+    d.logical_referenced = ph.lused;
     d.volsize = ph.volsize;
     d.volblocksize = ph.volblocksize;
     d.clones = clones[ph.name];
