@@ -1,4 +1,4 @@
-// The six stacks (see stack_builder.h for the pictures). Sizes: the device mkfs.xfs sees is
+// The eight stacks (see stack_builder.h for the pictures). Sizes: the device mkfs.xfs sees is
 // run.size_bytes; the layers below get what they need on top (LVM's metadata and extent
 // rounding, the pool's copy-on-write headroom), all as sparse files, so only what the run
 // writes takes space.
@@ -50,9 +50,16 @@ class FileStack final : public StackBuilder {
 
 class ZvolStack final : public StackBuilder {
  public:
-  explicit ZvolStack(uint32_t sector_size) : sector_size_(sector_size) {}
-  std::string name() const override { return sector_size_ == 0 ? "zvol" : "zvol-512"; }
+  explicit ZvolStack(uint32_t sector_size, std::string compression = "")
+      : sector_size_(sector_size), compression_(std::move(compression)) {}
+  std::string name() const override {
+    if (!compression_.empty()) return "zvol-" + compression_;
+    return sector_size_ == 0 ? "zvol" : "zvol-512";
+  }
   std::string description() const override {
+    if (!compression_.empty()) {
+      return "the zvol stack with compression=" + compression_ + " (XFS's data and metadata)";
+    }
     if (sector_size_ == 0) {
       return "XFS on a loop device (sector size: the volume's block size) over devfs over a pool "
              "volume";
@@ -63,13 +70,17 @@ class ZvolStack final : public StackBuilder {
   Status Available(const Environment& env) const override { return NeedKernel(env, true); }
   Result<std::string> Setup(StackRun& run) const override {
     VS_RETURN_IF_ERROR(CreatePool(run, kPool, PoolFileSize(run.size_bytes)));
-    VS_RETURN_IF_ERROR(CreateVolume(run, kVolume, run.size_bytes));
+    VS_RETURN_IF_ERROR(CreateVolume(
+        run, kVolume, run.size_bytes,
+        compression_.empty() ? std::vector<std::string>{}
+                             : std::vector<std::string>{"-o", "compression=" + compression_}));
     VS_ASSIGN_OR_RETURN(std::string devfs, StartDevfs(run, "devfs", {kVolume}));
     return VolstackLosetup(run, devfs, kVolume, sector_size_);
   }
 
  private:
-  const uint32_t sector_size_;  // 0: volstack's choice (the volume's physical block size)
+  const uint32_t sector_size_;     // 0: volstack's choice (the volume's physical block size)
+  const std::string compression_;  // empty: the pool's default
 };
 
 class LvmOnZvolStack final : public StackBuilder {
@@ -134,6 +145,8 @@ std::vector<std::unique_ptr<StackBuilder>> AllStackBuilders() {
   all.push_back(std::make_unique<LvmOnLoopOnZvolStack>());
   all.push_back(std::make_unique<LvmOnFileStack>());
   all.push_back(std::make_unique<ZvolStack>(512));
+  all.push_back(std::make_unique<ZvolStack>(0, "lz4"));
+  all.push_back(std::make_unique<ZvolStack>(0, "zstd"));
   return all;
 }
 
