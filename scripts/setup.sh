@@ -25,6 +25,7 @@ packages=(
   fuse3 lvm2 util-linux xfsprogs dbench nbdkit libnbd-bin qemu-utils fio gnutls-bin
   # a throwaway Ceph cluster for the RBD tests (scripts/ceph-test-cluster.sh)
   ceph-mon ceph-osd ceph-common uuid-runtime
+  lz4 zstd  # bench/compress_space.sh compares the pool with the command-line codecs
 )
 
 missing=()
