@@ -58,9 +58,7 @@ void CacheFill::Run(bool threaded) {
   if (refill_ != nullptr && copied < blocks_.size()) {
     std::vector<WrittenBlock> left;
     left.reserve(blocks_.size() - copied);
-    for (size_t i = copied; i < blocks_.size(); i++) {
-      if (!blocks_[i].block.compressed) left.push_back(blocks_[i].block);
-    }
+    for (size_t i = copied; i < blocks_.size(); i++) left.push_back(blocks_[i].block);
     refill_->Add(left);
   }
   std::vector<BlockKey>().swap(forget_);

@@ -7,10 +7,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 
 #include "bdev/fault_device.h"
 #include "bdev/memory_device.h"
+#include "pool/cache_refill.h"
 #include "pool/compress.h"
 #include "pool/pool_impl.h"
 #include "pool/test_util.h"
@@ -301,6 +303,41 @@ TEST(CompressPoolDamageTest, DamagedCompressedBlockIsCorruptionNeverWrongBytes) 
   EXPECT_EQ(f.pool->Info().vdevs[0].checksum_errors, 3u);
   auto r = *CheckPool(*f.pool, true);
   EXPECT_FALSE(r.ok());
+}
+
+// A compressed block the commit's cache copies left out is read back stored, verified on
+// its psize bytes and decoded: the cache gets its logical bytes; a damaged one is skipped.
+TEST(CompressPoolCacheTest, RefillReadsBackCompressedBlocksDecoded) {
+  BlockCache cache(64 << 20, nullptr);
+  const auto text = Text(kVbs, 21);
+  std::vector<uint8_t> stored(kVbs, 0);
+  const uint32_t psize = CompressBlock(*ParseCompression("lz4"), text, 4096, stored);
+  ASSERT_GT(psize, 0u);
+  const uint32_t asize = (psize + 4095) / 4096 * 4096;
+  stored.resize(asize);
+  std::map<uint64_t, std::vector<uint8_t>> vdev = {{1 << 22, stored}, {2 << 22, stored}};
+  vdev[2 << 22][psize / 2] ^= 1;  // the second copy rotted
+  CacheRefill refill(
+      &cache,
+      [&](uint32_t, uint64_t off, std::span<uint8_t> dst) {
+        auto it = vdev.find(off);
+        if (it == vdev.end() || dst.size() != it->second.size()) return Status::IoError("read");
+        std::copy(it->second.begin(), it->second.end(), dst.begin());
+        return Status::Ok();
+      },
+      64 << 20);
+  const Checksum sum = ComputeChecksum(ChecksumType::kXxh3_128, std::span(stored.data(), psize));
+  const BlockKey good{0, kVbs, 1 << 22, 5}, bad{0, kVbs, 2 << 22, 5};
+  refill.Add(std::vector<WrittenBlock>{
+      {good, ChecksumType::kXxh3_128, sum, Compression::kLz4, psize, asize},
+      {bad, ChecksumType::kXxh3_128, sum, Compression::kLz4, psize, asize}});
+  refill.WaitIdle();
+  std::vector<uint8_t> got(kVbs);
+  ASSERT_TRUE(cache.Lookup(good, got.data(), 0, kVbs, false));
+  EXPECT_EQ(got, text);
+  EXPECT_FALSE(cache.Lookup(bad, got.data(), 0, kVbs, false));
+  EXPECT_EQ(refill.Stats().refilled, 1u);
+  EXPECT_EQ(refill.Stats().mismatched, 1u);
 }
 
 }  // namespace

@@ -638,8 +638,8 @@ Status Volume::SyncTree(SyncContext& ctx) {
   ctx.early_bytes += adopted.size() * pool_->asize(vbs_);
   if (pool_->block_cache) {
     auto add = [&](const BlockPtr& bp, const uint8_t* buf) {
-      ctx.written.push_back({WrittenBlock{PoolImpl::CacheKey(bp), bp.cksum, bp.checksum,
-                                          bp.comp != Compression::kNone},
+      ctx.written.push_back({WrittenBlock{PoolImpl::CacheKey(bp), bp.cksum, bp.checksum, bp.comp,
+                                          bp.psize, static_cast<uint32_t>(bp.dva[0].asize())},
                              std::span(buf, vbs_)});
     };
     for (auto& [bp, buf] : data) add(*bp, buf);
