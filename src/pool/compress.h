@@ -33,7 +33,8 @@ namespace volstack::pool {
 
 // The `compression` property, parsed: off, on (= lz4), lz4, zstd (= zstd-3),
 // zstd-1..zstd-19, zstd-fast (= zstd level -1).
-// The property's value where a volume sets none.
+// The property's value where a volume sets none: off, measured (docs/format/pool.md,
+// "Compression").
 inline constexpr const char* kDefaultCompression = "off";
 
 struct CompressionSetting {
