@@ -305,6 +305,35 @@ TEST(CompressPoolDamageTest, DamagedCompressedBlockIsCorruptionNeverWrongBytes) 
   EXPECT_FALSE(r.ok());
 }
 
+// A volume's logicalused and compressratio count what its snapshots alone hold;
+// logicalreferenced and refcompressratio only its tree.
+TEST(CompressPoolPropertyTest, LogicalUsedCountsSnapshotsBlocks) {
+  auto f = MakePool();
+  auto dev = MakeVolume(*f.pool, "trunk/v", "lz4");
+  ASSERT_TRUE(dev->Write(0, Text(kMiB, 31)).ok());
+  ASSERT_TRUE(dev->Flush().ok());
+  ASSERT_TRUE(f.pool->Snapshot({"trunk/v@s"}).ok());
+  ASSERT_TRUE(dev->Write(0, Random(kMiB, 32)).ok());  // every block replaced, stored whole
+  ASSERT_TRUE(dev->Flush().ok());
+  const uint64_t lref = Num(*f.pool, "trunk/v", "logicalreferenced");
+  const uint64_t ref = Num(*f.pool, "trunk/v", "referenced");
+  const uint64_t snap = Num(*f.pool, "trunk/v", "usedbysnapshots");
+  EXPECT_EQ(lref, ref);  // random data and indirect blocks: nothing compressed
+  EXPECT_EQ(lref, 64u * kVbs + 2 * 16384);
+  // The snapshot alone holds the 64 text blocks (compressed) and the old L1 and L2.
+  EXPECT_EQ(Num(*f.pool, "trunk/v", "logicalused"), lref + 64u * kVbs + 2 * 16384);
+  EXPECT_LE(snap, 64u * kVbs / 2 + 2 * 16384);  // text: at most 8K of 16K each
+  char want[32];
+  const uint64_t r = (2 * lref) * 100 / (ref + snap);
+  std::snprintf(want, sizeof want, "%llu.%02llux", static_cast<unsigned long long>(r / 100),
+                static_cast<unsigned long long>(r % 100));
+  EXPECT_EQ(Prop(*f.pool, "trunk/v", "compressratio"), want);
+  EXPECT_EQ(Prop(*f.pool, "trunk/v", "refcompressratio"), "1.00x");
+  EXPECT_EQ(Num(*f.pool, "trunk/v@s", "logicalreferenced"), lref);
+  EXPECT_EQ(Prop(*f.pool, "trunk", "compressratio"), want);  // the only volume
+  ExpectConsistent(*f.pool);
+}
+
 // A compressed block the commit's cache copies left out is read back stored, verified on
 // its psize bytes and decoded: the cache gets its logical bytes; a damaged one is skipped.
 TEST(CompressPoolCacheTest, RefillReadsBackCompressedBlocksDecoded) {

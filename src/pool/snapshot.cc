@@ -301,7 +301,7 @@ void PoolImpl::SnapshotsAfterTrees(SyncContext& ctx, const std::vector<SnapOp>& 
 }
 
 Status PoolImpl::VolumeSnapshotSpaceLocked(const std::string& volume, uint64_t* written,
-                                           uint64_t* usedbysnapshots) {
+                                           uint64_t* usedbysnapshots, uint64_t* logical_snapshots) {
   std::vector<std::shared_ptr<Volume>> snaps;
   std::shared_ptr<Volume> head;
   uint64_t prev_txg = 0;
@@ -315,6 +315,7 @@ Status PoolImpl::VolumeSnapshotSpaceLocked(const std::string& volume, uint64_t* 
   }
   const DatasetPhys hp = head->synced_phys();
   *usedbysnapshots = 0;
+  uint64_t logical = 0;
   for (const auto& sn : snaps) {
     // What destroying them all frees: every snapshot's blocks born in its own interval
     // (after the previous snapshot) that the head does not name; each block has one birth
@@ -322,10 +323,12 @@ Status PoolImpl::VolumeSnapshotSpaceLocked(const std::string& volume, uint64_t* 
     const DatasetPhys sp = sn->synced_phys();
     VS_RETURN_IF_ERROR(DiffTrees(*this, sp, hp.root, hp.levels, prev_txg, [&](const BlockPtr& bp) {
       *usedbysnapshots += bp.dva[0].asize();
+      logical += bp.lsize;
       return Status::Ok();
     }));
     prev_txg = sp.create_txg;
   }
+  if (logical_snapshots != nullptr) *logical_snapshots = logical;
   VS_ASSIGN_OR_RETURN(*written, WrittenSinceLocked(hp, prev_txg));
   return Status::Ok();
 }

@@ -648,8 +648,7 @@ std::string CompressRatio(uint64_t logical, uint64_t physical) {
 }
 
 void PutDatasetNumbers(DatasetInfo& d) {
-  // Blocks held by snapshots alone are counted physically only (no logical walk): the
-  // logical numbers and ratios are those of the dataset's own tree.
+  // A volume's logicalused and compressratio add its snapshots' blocks (ListDatasets).
   d.props["logicalreferenced"] = std::to_string(d.logical_referenced);
   d.props["logicalused"] = std::to_string(d.logical_referenced);
   d.props["refcompressratio"] = CompressRatio(d.logical_referenced, d.referenced);
@@ -680,7 +679,7 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
   // synced trees, which sync_mu keeps still.
   std::lock_guard s(impl_->sync_mu);
   struct Extra {
-    uint64_t written = 0, usedbysnapshots = 0;
+    uint64_t written = 0, usedbysnapshots = 0, logical_snapshots = 0;
   };
   std::map<std::string, Extra> extra;
   {
@@ -695,7 +694,10 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
     }
     for (const auto& n : names) {
       Extra e;
-      if (impl_->VolumeSnapshotSpaceLocked(n, &e.written, &e.usedbysnapshots).ok()) extra[n] = e;
+      if (impl_->VolumeSnapshotSpaceLocked(n, &e.written, &e.usedbysnapshots, &e.logical_snapshots)
+              .ok()) {
+        extra[n] = e;
+      }
     }
   }
   std::lock_guard l(impl_->mu);
@@ -710,11 +712,16 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
     out.push_back(VolumeInfo(*impl_, *v, avail));
     DatasetInfo& d = out.back();
     d.written = d.referenced;
+    uint64_t logical_used = d.logical_referenced;
     if (auto e = extra.find(n); e != extra.end()) {
       d.written = e->second.written;
       d.usedbysnapshots = e->second.usedbysnapshots;
       d.used += d.usedbysnapshots;
+      logical_used += e->second.logical_snapshots;
     }
+    // zfs's compressratio covers the snapshots' blocks too; refcompressratio does not.
+    d.props["logicalused"] = std::to_string(logical_used);
+    d.props["compressratio"] = CompressRatio(logical_used, d.referenced + d.usedbysnapshots);
     d.origin = v->synced_phys().origin;
     d.props["written"] = std::to_string(d.written);
     d.props["usedbysnapshots"] = std::to_string(d.usedbysnapshots);
@@ -722,8 +729,8 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
     d.props["used"] = std::to_string(d.used);
     d.props["origin"] = d.origin.empty() ? "-" : d.origin;
     root.used += d.used;
-    root.logical_referenced += d.logical_referenced;
-    root.referenced += d.referenced;
+    root.logical_referenced += logical_used;
+    root.referenced += d.referenced + d.usedbysnapshots;
   }
   const uint64_t total = impl_->total_size();
   const uint64_t alloc = total - impl_->free_bytes.load();
