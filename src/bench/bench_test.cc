@@ -17,7 +17,7 @@ TEST(BenchOptionsTest, StackList) {
   auto all = ParseStackList("all");
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(*all, AllStackNames());
-  EXPECT_EQ(all->size(), 7u);
+  EXPECT_EQ(all->size(), 9u);
   auto two = ParseStackList("zvol,file,zvol");
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(*two, (std::vector<std::string>{"zvol", "file"}));  // order kept, duplicates dropped
@@ -28,9 +28,10 @@ TEST(BenchOptionsTest, StackList) {
 }
 
 TEST(BenchOptionsTest, StackNamesAreTheIssues) {
-  EXPECT_EQ(AllStackNames(),
-            (std::vector<std::string>{"file", "zvol", "lvm-on-zvol", "lvm-on-loop-on-zvol",
-                                      "lvm-on-file", "zvol-512", "zvol-uring"}));
+  EXPECT_EQ(
+      AllStackNames(),
+      (std::vector<std::string>{"file", "zvol", "lvm-on-zvol", "lvm-on-loop-on-zvol", "lvm-on-file",
+                                "zvol-512", "zvol-uring", "zvol-lz4", "zvol-zstd"}));
 }
 
 TEST(BenchOptionsTest, QuickFillsOnlyWhatWasNotGiven) {

@@ -42,11 +42,13 @@ Result<bdev::BlockDevicePtr> SparseFile(const BlockStackParams& p, const std::st
 
 // A pool on a sparse file (twice the volume, for copy-on-write) and one volume in it. The
 // volume device keeps the pool alive; the pool closes when the last reference drops.
-Result<bdev::BlockDevicePtr> PoolVolume(const BlockStackParams& p, uint64_t volsize) {
+Result<bdev::BlockDevicePtr> PoolVolume(const BlockStackParams& p, uint64_t volsize,
+                                        const std::string& compression = "") {
   VS_ASSIGN_OR_RETURN(auto vdev, SparseFile(p, "benchpool.vdev", 2 * volsize + (256ull << 20)));
   VS_ASSIGN_OR_RETURN(auto pool, pool::Pool::Create("benchpool", {vdev}));
   pool::VolumeOptions vo;
   vo.volsize = volsize;
+  if (!compression.empty()) vo.props["compression"] = compression;
   VS_ASSIGN_OR_RETURN(auto info, pool->CreateVolume("benchpool/vol", vo));
   (void)info;
   pool::OpenVolumeOptions oo;
@@ -78,6 +80,14 @@ Result<bdev::BlockDevicePtr> BuildZvol(const BlockStackParams& p) {
   return PoolVolume(p, p.size_bytes);
 }
 
+Result<bdev::BlockDevicePtr> BuildZvolLz4(const BlockStackParams& p) {
+  return PoolVolume(p, p.size_bytes, "lz4");
+}
+
+Result<bdev::BlockDevicePtr> BuildZvolZstd(const BlockStackParams& p) {
+  return PoolVolume(p, p.size_bytes, "zstd");
+}
+
 Result<bdev::BlockDevicePtr> BuildLvmOnZvol(const BlockStackParams& p) {
   VS_ASSIGN_OR_RETURN(auto volume, PoolVolume(p, p.size_bytes + kLvmOverhead));
   return LogicalVolume(volume, p.size_bytes);
@@ -105,6 +115,8 @@ std::vector<BlockStack> AllBlockStacks() {
       {"lvm-on-file", "an LV on a sparse file as PV", Status::Ok(), BuildLvmOnFile},
       {"zvol-512", "zvol behind a 512-byte-sector loop", needs_loop, NotBuilt},
       {"zvol-uring", "zvol through devfs over FUSE io_uring", needs_loop, NotBuilt},
+      {"zvol-lz4", "the zvol stack with compression=lz4", Status::Ok(), BuildZvolLz4},
+      {"zvol-zstd", "the zvol stack with compression=zstd", Status::Ok(), BuildZvolZstd},
   };
 }
 

@@ -6,6 +6,7 @@
 //   zvol                 pool volume → devfs → loop → XFS
 //   zvol-512             the same with a 512-byte-sector loop          (the seed's suspicion)
 //   zvol-uring           zvol with devfs served through FUSE over io_uring (the transport)
+//   zvol-lz4, zvol-zstd  zvol with compression=lz4 / zstd
 //   lvm-on-zvol          pool volume as PV in-process → LV → devfs → loop → XFS  (volstack's way)
 //   lvm-on-loop-on-zvol  pool volume → devfs → loop → PV → LV → devfs → loop → XFS (the seed's)
 //   lvm-on-file          sparse file as PV → LV → devfs → loop → XFS

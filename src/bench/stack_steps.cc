@@ -233,8 +233,12 @@ Status CreatePool(StackRun& run, const std::string& pool, uint64_t file_size) {
   return OkOrStatus(run.Volstack({"zpool", "create", pool, file}));
 }
 
-Status CreateVolume(StackRun& run, const std::string& name, uint64_t size) {
-  return OkOrStatus(run.Volstack({"zfs", "create", "-V", std::to_string(size), name}));
+Status CreateVolume(StackRun& run, const std::string& name, uint64_t size,
+                    const std::vector<std::string>& options) {
+  std::vector<std::string> args = {"zfs", "create", "-V", std::to_string(size)};
+  args.insert(args.end(), options.begin(), options.end());
+  args.push_back(name);
+  return OkOrStatus(run.Volstack(args));
 }
 
 Status CreateLogicalVolume(StackRun& run, const std::string& pv, const std::string& vg,

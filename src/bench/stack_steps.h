@@ -35,7 +35,9 @@ Result<std::string> StartDevfs(StackRun& run, const std::string& dir_name,
 // `volstack zpool create POOL FILE` on a new sparse file of `file_size`.
 Status CreatePool(StackRun& run, const std::string& pool, uint64_t file_size);
 // `volstack zfs create -V SIZE NAME`.
-Status CreateVolume(StackRun& run, const std::string& name, uint64_t size);
+// `options`: more `zfs create` arguments ("-o", "compression=lz4").
+Status CreateVolume(StackRun& run, const std::string& name, uint64_t size,
+                    const std::vector<std::string>& options = {});
 // `volstack pvcreate DEV`, `volstack vgcreate VG DEV`, `volstack lvcreate -L SIZE -n LV VG`:
 // an LV of `lv_size` bytes named VG/LV on one PV.
 Status CreateLogicalVolume(StackRun& run, const std::string& pv, const std::string& vg,

@@ -51,14 +51,22 @@ class FileStack final : public StackBuilder {
 
 class ZvolStack final : public StackBuilder {
  public:
-  explicit ZvolStack(uint32_t sector_size, bool uring = false)
-      : sector_size_(sector_size), uring_(uring) {}
+  enum class Transport { kDefault, kUring };
+  explicit ZvolStack(uint32_t sector_size, Transport transport = Transport::kDefault,
+                     std::string compression = "")
+      : sector_size_(sector_size),
+        uring_(transport == Transport::kUring),
+        compression_(std::move(compression)) {}
   std::string name() const override {
     if (uring_) return "zvol-uring";
+    if (!compression_.empty()) return "zvol-" + compression_;
     return sector_size_ == 0 ? "zvol" : "zvol-512";
   }
   std::string description() const override {
     if (uring_) return "zvol with devfs served through FUSE over io_uring (the other transport)";
+    if (!compression_.empty()) {
+      return "the zvol stack with compression=" + compression_ + " (XFS's data and metadata)";
+    }
     if (sector_size_ == 0) {
       return "XFS on a loop device (sector size: the volume's block size) over devfs over a pool "
              "volume";
@@ -75,7 +83,10 @@ class ZvolStack final : public StackBuilder {
   }
   Result<std::string> Setup(StackRun& run) const override {
     VS_RETURN_IF_ERROR(CreatePool(run, kPool, PoolFileSize(run.size_bytes)));
-    VS_RETURN_IF_ERROR(CreateVolume(run, kVolume, run.size_bytes));
+    VS_RETURN_IF_ERROR(CreateVolume(
+        run, kVolume, run.size_bytes,
+        compression_.empty() ? std::vector<std::string>{}
+                             : std::vector<std::string>{"-o", "compression=" + compression_}));
     std::string devfs;
     if (uring_) {
       // The kernel offers the ring only while the parameter is on, at INIT; the connection
@@ -91,6 +102,7 @@ class ZvolStack final : public StackBuilder {
  private:
   const uint32_t sector_size_;  // 0: volstack's choice (the volume's physical block size)
   const bool uring_;
+  const std::string compression_;  // empty: the pool's default
 };
 
 class LvmOnZvolStack final : public StackBuilder {
@@ -155,7 +167,9 @@ std::vector<std::unique_ptr<StackBuilder>> AllStackBuilders() {
   all.push_back(std::make_unique<LvmOnLoopOnZvolStack>());
   all.push_back(std::make_unique<LvmOnFileStack>());
   all.push_back(std::make_unique<ZvolStack>(512));
-  all.push_back(std::make_unique<ZvolStack>(0, true));
+  all.push_back(std::make_unique<ZvolStack>(0, ZvolStack::Transport::kUring));
+  all.push_back(std::make_unique<ZvolStack>(0, ZvolStack::Transport::kDefault, "lz4"));
+  all.push_back(std::make_unique<ZvolStack>(0, ZvolStack::Transport::kDefault, "zstd"));
   return all;
 }
 

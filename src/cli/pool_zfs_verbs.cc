@@ -21,6 +21,8 @@ std::string Canonical(const std::string& p) {
   if (p == "refreserv") return "refreservation";
   if (p == "volblock") return "volblocksize";
   if (p == "rdonly") return "readonly";
+  if (p == "ratio" || p == "refratio") return p == "ratio" ? "compressratio" : "refcompressratio";
+  if (p == "lrefer" || p == "compress") return p == "lrefer" ? "logicalreferenced" : "compression";
   return p;
 }
 
@@ -34,13 +36,15 @@ bool KnownZfsProp(const std::string& p) {
                                  "guid",          "createtxg",      "mountpoint",
                                  "logicalused",   "written",        "usedbysnapshots",
                                  "usedbydataset", "origin",         "clones"};
+  if (p == "compressratio" || p == "refcompressratio" || p == "logicalreferenced") return true;
   return std::find(std::begin(kKnown), std::end(kKnown), p) != std::end(kKnown);
 }
 
 bool IsBytesProp(const std::string& p) {
   return p == "used" || p == "available" || p == "referenced" || p == "volsize" ||
          p == "volblocksize" || p == "refreservation" || p == "usedbyrefreservation" ||
-         p == "logicalused" || p == "written" || p == "usedbysnapshots" || p == "usedbydataset";
+         p == "logicalused" || p == "written" || p == "usedbysnapshots" || p == "usedbydataset" ||
+         p == "logicalreferenced";
 }
 
 std::string Value(const pool::DatasetInfo& d, const std::string& prop, bool parsable) {
@@ -48,6 +52,9 @@ std::string Value(const pool::DatasetInfo& d, const std::string& prop, bool pars
   if (p == "name") return d.name;
   auto it = d.props.find(p);
   if (it == d.props.end() || it->second == "-") return "-";
+  if (parsable && (p == "compressratio" || p == "refcompressratio")) {
+    return it->second.substr(0, it->second.size() - 1);  // zfs -p: "1.50", no "x"
+  }
   if (IsBytesProp(p)) {
     const uint64_t v = std::strtoull(it->second.c_str(), nullptr, 10);
     if (p == "refreservation" && v == 0 && !parsable) return "none";
@@ -404,6 +411,8 @@ int ZfsGet(Context& ctx, bool scripted, bool parsable, const std::string& fields
     std::vector<std::string> want;
     if (props == "all") {
       want = kVolumeGetAll;
+      want.insert(want.end(),
+                  {"compressratio", "refcompressratio", "logicalused", "logicalreferenced"});
       if (d->type == "snapshot") {
         want = {"type",    "creation",     "used", "referenced", "written",
                 "volsize", "volblocksize", "guid", "createtxg",  "clones"};

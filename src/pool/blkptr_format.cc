@@ -48,11 +48,18 @@ Result<BlockPtr> DecodeBlockPtr(std::span<const uint8_t> in) {
   std::memcpy(bp.checksum.bytes.data(), p + 96, 32);
   auto bad = [&](const std::string& why) { return Status::Corruption("blkptr: " + why); };
   if (bp.birth == 0) return bad("non-zero pointer with birth txg 0");
-  if (comp != 0) return bad("unsupported compression " + std::to_string(comp));
+  if (comp > static_cast<uint8_t>(Compression::kZstd)) {
+    return bad("unsupported compression " + std::to_string(comp));
+  }
   if (!IsValidChecksumType(cksum)) return bad("unknown checksum type " + std::to_string(cksum));
   if (type < 1 || type > 4) return bad("unknown block type " + std::to_string(type));
   if (flags != 0) return bad("unknown flags");
   if (bp.lsize == 0 || bp.psize == 0 || bp.psize > bp.lsize) return bad("bad sizes");
+  // Only data is compressed, and a stream no smaller than the block is stored as it is.
+  if (comp != 0 && (type != static_cast<uint8_t>(BlockType::kVolData) || bp.psize == bp.lsize)) {
+    return bad("compression on a block that is not compressed data");
+  }
+  if (comp == 0 && bp.psize != bp.lsize) return bad("psize differs from lsize, uncompressed");
   if (bp.dva[0].empty()) return bad("no DVA");
   for (const Dva& d : bp.dva) {
     if (!d.empty() && d.asize() < bp.psize) return bad("asize below psize");

@@ -8,8 +8,8 @@
 //    16   16 dva[1]   (room for mirrors / ditto copies; asize 0 = unused)
 //    32   16 dva[2]
 //    48    4 lsize    logical size in bytes (what a reader gets back)
-//    52    4 psize    physical size in bytes (after compression; == lsize for "none")
-//    56    1 comp     0 none (1 lz4, 2 zstd reserved)
+//    52    4 psize    physical size in bytes (the compressed stream; == lsize for "none")
+//    56    1 comp     0 none, 1 lz4, 2 zstd (data blocks only: compress.h)
 //    57    1 cksum    ChecksumType: 1 xxh3-128, 2 sha256
 //    58    1 type     BlockType
 //    59    1 level    0 data, >0 indirect

@@ -125,7 +125,7 @@ namespace volstack::pool {
 
 struct BlockKey {
   uint32_t vdev = 0;
-  uint32_t size = 0;    // bytes (the block's physical size)
+  uint32_t size = 0;    // bytes (the block's logical size: what the cache holds)
   uint64_t offset = 0;  // byte offset on the vdev
   uint64_t birth = 0;   // txg the block was written in
   bool operator==(const BlockKey&) const = default;

@@ -1,5 +1,6 @@
 #include "pool/cache_refill.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <system_error>
@@ -7,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "pool/compress.h"
 #include "util/check.h"
 
 namespace volstack::pool {
@@ -93,7 +95,8 @@ void CacheRefill::Run(std::stop_token stop) {
   // Aligned, so that a vdev opened with O_DIRECT reads into it without a bounce buffer.
   constexpr size_t kAlign = 4096;
   std::unique_ptr<uint8_t, decltype(&std::free)> buf(nullptr, &std::free);
-  size_t buf_size = 0;
+  std::unique_ptr<uint8_t, decltype(&std::free)> raw(nullptr, &std::free);  // compressed
+  size_t buf_size = 0, raw_size = 0;
   auto pause = [&](std::unique_lock<std::mutex>& l, std::chrono::milliseconds d) {
     wake_.wait_for(l, stop, d, [] { return false; });
   };
@@ -118,8 +121,22 @@ void CacheRefill::Run(std::stop_token stop) {
       VS_CHECK(buf != nullptr);
     }
     const std::span<uint8_t> bytes(buf.get(), b.key.size);
-    const Status read = read_(b.key.vdev, b.key.offset, bytes);
-    const bool intact = read.ok() && ComputeChecksum(b.cksum, bytes) == b.checksum;
+    Status read;
+    bool intact;
+    if (b.comp == Compression::kNone) {
+      read = read_(b.key.vdev, b.key.offset, bytes);
+      intact = read.ok() && ComputeChecksum(b.cksum, bytes) == b.checksum;
+    } else {
+      if (raw_size < b.stored) {
+        raw_size = (b.stored + kAlign - 1) / kAlign * kAlign;
+        raw.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlign, raw_size)));
+        VS_CHECK(raw != nullptr);
+      }
+      read = read_(b.key.vdev, b.key.offset, std::span(raw.get(), b.stored));
+      const std::span<const uint8_t> stream(raw.get(), std::min(b.psize, b.stored));
+      intact = read.ok() && ComputeChecksum(b.cksum, stream) == b.checksum &&
+               DecompressBlock(b.comp, stream, bytes).ok();
+    }
     l.lock();
     // Offered until it goes in, unless dropped (Clear, stop) or freed (Forget) meanwhile: a
     // block left out while the cache's reserve faults memory in is offered again, from these

@@ -57,6 +57,7 @@
 #include <span>
 #include <thread>
 
+#include "pool/blkptr_format.h"
 #include "pool/block_cache.h"
 #include "pool/checksum.h"
 #include "util/status.h"
@@ -68,6 +69,11 @@ struct WrittenBlock {
   BlockKey key;
   ChecksumType cksum = ChecksumType::kXxh3_128;
   Checksum checksum;
+  // Stored compressed (compress.h): `stored` bytes (its asize) are read back, the checksum
+  // verified on the first psize of them, and the logical bytes (key.size) decoded.
+  Compression comp = Compression::kNone;
+  uint32_t psize = 0;
+  uint32_t stored = 0;
 };
 
 struct CacheRefillStats {

@@ -42,7 +42,7 @@ Result<CheckReport> CheckPool(Pool& pool, bool verify_data) {
   std::vector<uint8_t> buf;
   r.volumes = vols.size();
   auto walk = [&](const std::shared_ptr<Volume>& v, bool head) {
-    uint64_t used = 0;
+    uint64_t used = 0, lused = 0;
     const std::string name = v->phys().name;
     Status st = v->Walk([&](const BlockPtr& bp) {
       const Dva& d = bp.dva[0];
@@ -51,6 +51,7 @@ Result<CheckReport> CheckPool(Pool& pool, bool verify_data) {
         return Status::Ok();
       }
       used += d.asize();
+      lused += bp.lsize;
       auto [it, fresh] = refs.try_emplace({d.vdev, d.offset}, Ref{d.asize(), bp.birth, v.get(), 1});
       if (!fresh) {
         if (it->second.asize != d.asize() || it->second.birth != bp.birth) {
@@ -84,6 +85,10 @@ Result<CheckReport> CheckPool(Pool& pool, bool verify_data) {
     if (!st.ok()) err(name + ": walk: " + st.ToString());
     if (used != v->used()) {
       err(name + ": used " + std::to_string(v->used()) + " but tree holds " + std::to_string(used));
+    }
+    if (lused != v->logical_used()) {
+      err(name + ": logical used " + std::to_string(v->logical_used()) + " but tree holds " +
+          std::to_string(lused));
     }
   };
   for (auto& v : vols) walk(v, true);

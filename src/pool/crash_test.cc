@@ -19,6 +19,9 @@
 // A quarter of the points run in a pool nearly full, so writes wait for freed space. Early
 // writes (early_write.cc) run between operations, as the early writer does between writes,
 // and half of them are followed by early flushes of every vdev (early_flush.h).
+// Half the volumes compress (lz4 or zstd) and half the points write text-like data that
+// they store compressed (compress.h); the checker verifies every stored checksum and the
+// logical space numbers.
 // Volumes use the intent log (logbias=latency) mostly, some logbias=throughput (flush =
 // txg commit) and some sync=always. CI runs kCiCrashPoints crash points across seeds;
 // VOLSTACK_LONG=1 runs 20x more; VOLSTACK_CRASH_SEED=N reruns the point of seed N
@@ -77,12 +80,17 @@ struct Outcome {
   uint64_t double_cuts = 0;    // points with a second power cut during import
   uint64_t space_commits = 0;  // commits made for a write that found no room
   uint64_t early_bytes = 0;    // data written early and adopted by a commit before the cut
+  bool compressed = false;     // a compressed block was committed before the cut
   uint64_t snapshot_ops = 0;   // snapshots taken, destroyed and rolled back to
   uint64_t snapshot_cuts = 0;  // of those, cut by the power failure
 };
 
 Outcome RunCrashPoint(uint64_t seed) {
   std::mt19937_64 rng(seed);
+  // Compression draws from its own generator, so the rest of each point's workload is
+  // what it was without it.
+  std::mt19937_64 crng(seed ^ 0xc0c0c0c0);
+  const bool text = crng() % 2 == 0;
   Outcome out;
   auto fail = [&](std::string e) {
     out.error = "seed " + std::to_string(seed) + ": " + e;
@@ -116,6 +124,7 @@ Outcome RunCrashPoint(uint64_t seed) {
     const uint32_t kind = rng() % 8;
     if (kind == 0) vo.props["logbias"] = "throughput";
     if (kind == 1) vo.props["sync"] = "always";
+    if (const uint64_t c = crng() % 4; c >= 2) vo.props["compression"] = c == 2 ? "lz4" : "zstd";
     const std::string name = "trunk/v" + std::to_string(v);
     if (auto st = pool->CreateVolume(name, vo); !st.ok()) return fail(st.status().ToString());
     vols.push_back(*pool->OpenVolume(name));
@@ -243,8 +252,12 @@ Outcome RunCrashPoint(uint64_t seed) {
         op.data.resize(len);
         for (size_t j = 0; j < len; j += 8) {
           const uint64_t w = rng();
-          for (size_t k = 0; k < 8 && j + k < len; k++)
-            op.data[j + k] = static_cast<uint8_t>(w >> (8 * k));
+          static const char kWords[8][9] = {"volume  ", "pool    ", "block   ", "txg     ",
+                                            "zfs     ", "lz4     ", "zstd    ", "data\n   "};
+          for (size_t k = 0; k < 8 && j + k < len; k++) {
+            op.data[j + k] =
+                text ? static_cast<uint8_t>(kWords[w % 8][k]) : static_cast<uint8_t>(w >> (8 * k));
+          }
         }
         fua = r >= 76;
         st = vols[v]->Write(op.offset, op.data, bdev::WriteOptions{fua});
@@ -276,6 +289,7 @@ Outcome RunCrashPoint(uint64_t seed) {
   }
   out.space_commits = pool->impl()->space_commits;
   out.early_bytes = pool->impl()->TxgStatsSnapshot().early_bytes;
+  out.compressed = pool->impl()->compressed_blocks;
   vols.clear();
   pool.reset();  // its close-time sync fails on the dead devices: nothing reaches the image
 
@@ -421,7 +435,7 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
   }
   int failures = 0;
   uint64_t ops = 0, replayed = 0, double_cuts = 0, space_commits = 0, early_bytes = 0,
-           snapshot_ops = 0, snapshot_cuts = 0;
+           snapshot_ops = 0, snapshot_cuts = 0, compressed = 0;
   for (int i = 0; i < points; i++) {
     Outcome o = RunCrashPoint(first_seed + static_cast<uint64_t>(i));
     ops += o.ops;
@@ -431,6 +445,7 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
     early_bytes += o.early_bytes;
     snapshot_ops += o.snapshot_ops;
     snapshot_cuts += o.snapshot_cuts;
+    compressed += o.compressed;
     if (!o.error.empty()) {
       ADD_FAILURE() << o.error;
       if (++failures >= 5) break;
@@ -439,11 +454,11 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
   std::printf(
       "crash points: %d, workload ops: %llu, log records replayed: %llu, "
       "cuts during import: %llu, commits for space: %llu, early bytes adopted: %llu, "
-      "snapshot operations: %llu (cut: %llu)\n",
+      "snapshot operations: %llu (cut: %llu), points with compressed blocks: %llu\n",
       points, static_cast<unsigned long long>(ops), static_cast<unsigned long long>(replayed),
       static_cast<unsigned long long>(double_cuts), static_cast<unsigned long long>(space_commits),
       static_cast<unsigned long long>(early_bytes), static_cast<unsigned long long>(snapshot_ops),
-      static_cast<unsigned long long>(snapshot_cuts));
+      static_cast<unsigned long long>(snapshot_cuts), static_cast<unsigned long long>(compressed));
   // The suite must exercise the log (replays and cuts during import happen), writes
   // that wait for space and early writes that commits adopt.
   if (points >= 100) {
@@ -452,6 +467,7 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
     EXPECT_GT(double_cuts, 0u);
     EXPECT_GT(space_commits, 0u);
     EXPECT_GT(snapshot_cuts, 0u);
+    EXPECT_GT(compressed, uint64_t(points / 10));
   }
 }
 

@@ -27,12 +27,12 @@
 // waits for the writes in flight (none can start while the commit holds sync_mu), then
 // adopts the copies whose buffer and checksum type still match and gives the rest back.
 //
-// What goes early: runs of at least PoolTuning::early_write_run_bytes of whole blocks
-// with adjacent ids, not all zero (a commit makes those holes), so random writes keep
-// the commit's placement of their blocks by id. Never while a commit runs (it holds
-// sync_mu, which allocation needs: the early writer only tries it), nor with less free
-// space than twice the dirty limit (an early block holds its space while it is still
-// counted as dirty: near full that could refuse writes a commit would have room for).
+// What goes early: nothing of a compressing volume (the commit compresses). Otherwise runs of at
+// least PoolTuning::early_write_run_bytes of whole blocks with adjacent ids, not all zero (a commit
+// makes those holes), so random writes keep the commit's placement of their blocks by id. Never
+// while a commit runs (it holds sync_mu, which allocation needs: the early writer only tries it),
+// nor with less free space than twice the dirty limit (an early block holds its space while it is
+// still counted as dirty: near full that could refuse writes a commit would have room for).
 //
 // Threads: PoolImpl's early writer (one per pool, started with the sync thread) runs
 // WriteEarly; WriteBlock, Quiesce and SyncTree meet it under mu_ and sync_mu as above.
@@ -81,6 +81,13 @@ void Volume::WriteEarly() {
   std::unique_lock sync(pool_->sync_mu, std::try_to_lock);
   // A commit is on (it writes them), the pool is suspended, or the volume going.
   if (!sync.owns_lock() || pool_->failed || destroyed) return;
+  if (compression().algo != Compression::kNone) {
+    // Blocks of a compressing volume are sized by the commit that compresses them
+    // (volume_compress.cc); an early copy would be stored uncompressed.
+    std::lock_guard l(mu_);
+    early_candidates_.clear();
+    return;
+  }
   const uint64_t run_blocks = std::max<uint64_t>(pool_->tuning.early_write_run_bytes / vbs_, 1);
   const uint64_t asize = pool_->asize(vbs_);
   std::vector<std::pair<uint64_t, const uint8_t*>> batch;  // blkid, buffer

@@ -1,9 +1,8 @@
 // The fuzz entry for every pool decoder of untrusted bytes (labels, uberblocks, block
-// pointers, the MOS, space-map blocks). A header so that the libFuzzer target
-// (format_fuzz.cc, built with -DVOLSTACK_FUZZ=ON) and the CI smoke test
-// (fuzz_smoke_test.cc) run the same code while volstack_pool carries none of it.
-// The first byte picks the decoder; the rest is its input. Decoders must return a Status,
-// never crash, read out of bounds or abort.
+// pointers, the MOS, space-map blocks, compressed data blocks). A header so that the libFuzzer
+// target (format_fuzz.cc, built with -DVOLSTACK_FUZZ=ON) and the CI smoke test (fuzz_smoke_test.cc)
+// run the same code while volstack_pool carries none of it. The first byte picks the decoder; the
+// rest is its input. Decoders must return a Status, never crash, read out of bounds or abort.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "pool/blkptr_format.h"
+#include "pool/compress.h"
 #include "pool/label_format.h"
 #include "pool/mos_format.h"
 
@@ -21,7 +21,7 @@ namespace volstack::pool {
 inline int FuzzPoolFormat(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const std::span<const uint8_t> in(data + 1, size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 7) {
     case 0:
       (void)DecodeBlockPtr(in).ok();
       break;
@@ -40,9 +40,20 @@ inline int FuzzPoolFormat(const uint8_t* data, size_t size) {
     case 3:
       (void)DecodeMos(in).ok();
       break;
-    default:
+    case 4:
       (void)DecodeSpaceMapBlock(in).ok();
       break;
+    default: {
+      // A compressed block (5 lz4, 6 zstd): two bytes of lsize in 512-byte units
+      // (1..256: up to 128 KiB), then the stream.
+      if (in.size() < 2) break;
+      const size_t lsize = 512 * (1 + (in[0] | (in[1] << 8)) % 256);
+      std::vector<uint8_t> out(lsize);
+      (void)DecompressBlock(data[0] % 7 == 5 ? Compression::kLz4 : Compression::kZstd,
+                            in.subspan(2), out)
+          .ok();
+      break;
+    }
   }
   return 0;
 }

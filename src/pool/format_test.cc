@@ -139,6 +139,7 @@ TEST(FormatTest, MosRoundTripAndGarbage) {
   d.volblocksize = 16384;
   d.levels = 3;
   d.used = 12345;
+  d.lused = d.used;  // one number until compression (v5) stores "lused" apart
   d.root = SampleBp(4);
   d.root.type = BlockType::kVolIndirect;
   d.root.level = 3;

@@ -50,12 +50,26 @@ TEST(PoolFuzzSmokeTest, RandomAndMutatedInputs) {
   mos.props["compression"] = "lz4";
   mos.space_map = {SampleBp()};
   const SpaceMapEntry entries[] = {{false, 0, 4096, 8192}, {true, 0, 4096, 4096}};
+  // A 16 KiB block of text, compressed: 31 = 16 KiB in 512-byte units, less one.
+  std::vector<uint8_t> text(16384);
+  for (size_t i = 0; i < text.size(); i++) text[i] = "volume pool block\n"[i * 7 % 18 % 17];
+  auto compressed = [&](const char* setting) {
+    std::vector<uint8_t> out = {31, 0};
+    out.resize(2 + text.size());
+    const uint32_t n =
+        CompressBlock(*ParseCompression(setting), text, 512, std::span(out).subspan(2));
+    EXPECT_GT(n, 0u);
+    out.resize(2 + n);
+    return out;
+  };
   const std::vector<std::vector<uint8_t>> seeds = {
       Seed(0, bp),
       Seed(1, EncodeUberblock(ub, 0)),
       Seed(2, EncodeLabelConfig(c, 0)),
       Seed(3, EncodeMos(mos)),
       Seed(4, EncodeSpaceMapBlock(entries)),
+      Seed(5, compressed("lz4")),
+      Seed(6, compressed("zstd")),
   };
   // The seeds decode, so their mutations start deep inside each decoder. (The MOS seed is
   // not checked: its format is still changing.)
@@ -63,13 +77,20 @@ TEST(PoolFuzzSmokeTest, RandomAndMutatedInputs) {
   ASSERT_TRUE(DecodeUberblock(std::span(seeds[1]).subspan(1), 0).ok());
   ASSERT_TRUE(DecodeLabelConfig(std::span(seeds[2]).subspan(1), 0).ok());
   ASSERT_TRUE(DecodeSpaceMapBlock(std::span(seeds[4]).subspan(1)).ok());
+  for (int s : {5, 6}) {
+    std::vector<uint8_t> out(text.size());
+    ASSERT_TRUE(DecompressBlock(s == 5 ? Compression::kLz4 : Compression::kZstd,
+                                std::span(seeds[s]).subspan(3), out)
+                    .ok());
+    ASSERT_EQ(out, text);
+  }
 
   std::mt19937_64 rng(20261130);
   int runs = 0;
   for (int i = 0; i < 1000; i++) {
     std::vector<uint8_t> in(1 + rng() % 600);
     for (auto& b : in) b = static_cast<uint8_t>(rng());
-    in[0] = static_cast<uint8_t>(i % 5);
+    in[0] = static_cast<uint8_t>(i % 7);
     FuzzPoolFormat(in.data(), in.size());
     runs++;
   }
@@ -92,7 +113,7 @@ TEST(PoolFuzzSmokeTest, RandomAndMutatedInputs) {
       runs++;
     }
   }
-  EXPECT_EQ(runs, 1000 + 5 * 400);
+  EXPECT_EQ(runs, 1000 + 7 * 400);
 }
 
 }  // namespace

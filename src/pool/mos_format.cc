@@ -25,6 +25,7 @@ std::vector<uint8_t> EncodeMos(const MosPhys& mos) {
     e["volblocksize"] = d.volblocksize;
     e["levels"] = d.levels;
     e["used"] = d.used;
+    if (mos.compressed) e["lused"] = d.lused;
     e["props"] = d.props;
     e["root"] = bps.size();
     if (!d.zil.empty()) {
@@ -37,12 +38,13 @@ std::vector<uint8_t> EncodeMos(const MosPhys& mos) {
     ds.push_back(std::move(e));
   }
   j["datasets"] = std::move(ds);
+  if (mos.compressed) j["compressed"] = true;
   for (const auto& bp : mos.space_map) bps.push_back(&bp);
   const std::string text = j.dump();
   std::vector<uint8_t> out(24 + bps.size() * kBlkptrSize + text.size(), 0);
   const bool v3 = std::any_of(mos.datasets.begin(), mos.datasets.end(),
                               [](const auto& d) { return d.is_snapshot() || !d.origin.empty(); });
-  EncodeLE64(out.data(), v3 ? kMosMagic : kMosMagicV2);
+  EncodeLE64(out.data(), mos.compressed ? kMosMagicV5 : v3 ? kMosMagic : kMosMagicV2);
   EncodeLE64(out.data() + 8, mos.txg);
   EncodeLE32(out.data() + 16, static_cast<uint32_t>(bps.size()));
   EncodeLE32(out.data() + 20, static_cast<uint32_t>(text.size()));
@@ -60,7 +62,7 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
         "supported by this volstack, which reads version 2; recreate the pool");
   }
   const uint64_t magic = DecodeLE64(block.data());
-  if (magic != kMosMagic && magic != kMosMagicV2) return bad("no magic");
+  if (magic != kMosMagic && magic != kMosMagicV2 && magic != kMosMagicV5) return bad("no magic");
   MosPhys mos;
   mos.txg = DecodeLE64(block.data() + 8);
   const uint64_t nbp = DecodeLE32(block.data() + 16);
@@ -78,6 +80,10 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
     mos.props = j.at("props").get<std::map<std::string, std::string>>();
     mos.next_id = j.at("next_id").get<uint64_t>();
     const uint64_t nsm = j.at("nsm").get<uint64_t>();
+    mos.compressed = j.contains("compressed") && j.at("compressed").get<bool>();
+    if (mos.compressed != (magic == kMosMagicV5)) {
+      return bad("compressed blocks and format version disagree");
+    }
     const auto& ds = j.at("datasets");
     if (!ds.is_array()) return bad("datasets is not a list");
     if (ds.size() + nsm != nbp) return bad("pointer count mismatch");
@@ -91,6 +97,7 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
       d.volblocksize = e.at("volblocksize").get<uint32_t>();
       d.levels = e.at("levels").get<uint32_t>();
       d.used = e.at("used").get<uint64_t>();
+      d.lused = mos.compressed ? e.at("lused").get<uint64_t>() : d.used;
       d.props = e.at("props").get<std::map<std::string, std::string>>();
       const uint64_t root = e.at("root").get<uint64_t>();
       if (root >= ds.size()) return bad("root index out of range");

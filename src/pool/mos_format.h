@@ -49,6 +49,9 @@ namespace volstack::pool {
 // 3 adds snapshot entries and clones' "origin". A MOS is written as version 3 only while
 // the pool holds a snapshot or a clone (the feature is "active", as ZFS's feature flags
 // say), so a pool that never used them stays readable by a version-2 volstack.
+// 5 adds compressed blocks (compress.h) and each dataset's "lused"; a MOS is written as
+// version 5 from the first compressed block on (MosPhys::compressed). 4 is send/receive's.
+inline constexpr uint64_t kMosMagicV5 = 0x05000053534f4d53ull;
 inline constexpr uint64_t kMosMagic = 0x03000053534f4d53ull;  // "SMOS\0\0\0\3"
 inline constexpr uint64_t kMosMagicV2 = 0x02000053534f4d53ull;
 inline constexpr uint64_t kMosMagicV1 = 0x01000053534f4d53ull;
@@ -66,6 +69,8 @@ struct DatasetPhys {
   uint32_t volblocksize = 0;
   uint32_t levels = 1;
   uint64_t used = 0;  // bytes allocated to its tree
+  // The same blocks by logical size ("lused", v5; without it, used: nothing compressed).
+  uint64_t lused = 0;
   BlockPtr root;
   std::map<std::string, std::string> props;  // stored (non-default) properties
   ZilHeaderPhys zil;                         // the volume's intent log, if any
@@ -80,6 +85,9 @@ struct MosPhys {
   uint64_t next_id = 1;
   std::vector<DatasetPhys> datasets;
   std::vector<BlockPtr> space_map;
+  // Compressed blocks may exist (version 5): set by the first compressed block written and
+  // kept from then on, as ZFS's lz4_compress feature stays active once used.
+  bool compressed = false;
   bool operator==(const MosPhys&) const = default;
 };
 

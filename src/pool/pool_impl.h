@@ -71,7 +71,8 @@ struct SyncContext {
   uint64_t data_bytes = 0;   // data blocks written (TxgStats)
   uint64_t early_bytes = 0;  // of those, adopted from early writes
 
-  Result<Dva> Allocate(uint64_t size, Volume* owner);
+  // `lsize`: the block's logical size when it is stored compressed (0: size).
+  Result<Dva> Allocate(uint64_t size, Volume* owner, uint64_t lsize = 0);
   // Takes a block written early (PoolImpl::AllocateEarlyLocked) into this txg, as Allocate
   // would have.
   void Adopt(const Dva& dva, Volume* owner);
@@ -114,7 +115,7 @@ class PoolImpl {
   // volumes' indirect caches (cache_bytes). Created with the pool (Create/Import).
   std::unique_ptr<BlockCache> block_cache;
   static BlockKey CacheKey(const BlockPtr& bp) {
-    return BlockKey{bp.dva[0].vdev, bp.psize, bp.dva[0].offset, bp.birth};
+    return BlockKey{bp.dva[0].vdev, bp.lsize, bp.dva[0].offset, bp.birth};
   }
   void InitBlockCache() {
     // Below 1 MiB the fixed tables would be a large share of the bound: indirect blocks only.
@@ -149,9 +150,11 @@ class PoolImpl {
   std::map<std::string, std::string> props;                // GUARDED_BY(mu)
   uint64_t next_id = 1;                                    // GUARDED_BY(mu)
   bool mos_dirty = false;                                  // GUARDED_BY(mu)
-  uint64_t open_txg = 1;                                   // GUARDED_BY(mu)
-  bool stop_thread = false;                                // GUARDED_BY(mu)
-  bool kick = false;                                       // GUARDED_BY(mu)
+  // A compressed block was written since the pool was created (MosPhys::compressed).
+  std::atomic<bool> compressed_blocks{false};
+  uint64_t open_txg = 1;     // GUARDED_BY(mu)
+  bool stop_thread = false;  // GUARDED_BY(mu)
+  bool kick = false;         // GUARDED_BY(mu)
   // Snapshots (snapshot.cc): a read-only Volume over each snapshot's tree, by full name
   // "pool/vol@snap". GUARDED_BY(mu)
   std::map<std::string, std::shared_ptr<Volume>> snapshots;
@@ -183,9 +186,11 @@ class PoolImpl {
   Result<uint64_t> SnapshotUniqueLocked(const std::string& snapshot);
   Result<uint64_t> WrittenSinceLocked(const DatasetPhys& tree, uint64_t since_txg);
   // sync_mu held: a volume's `written` (since its newest snapshot or origin) and
-  // `usedbysnapshots` (what destroying all its snapshots frees), of its synced tree.
+  // `usedbysnapshots` (what destroying all its snapshots frees), of its synced tree;
+  // `logical_snapshots`, if given: the same blocks by lsize (for logicalused).
   Status VolumeSnapshotSpaceLocked(const std::string& volume, uint64_t* written,
-                                   uint64_t* usedbysnapshots);
+                                   uint64_t* usedbysnapshots,
+                                   uint64_t* logical_snapshots = nullptr);
   // Export or destroy found no device open: none may open from then on (OpenVolume).
   bool leaving = false;  // GUARDED_BY(mu)
   std::atomic<bool> closed{false};

@@ -90,9 +90,13 @@ class Walker {
     if (bp.type == BlockType::kVolIndirect && seen_.count(key)) return true;
     HealCounts heal;
     std::vector<uint8_t> good;
+    // Whole sectors (asize) are read and repaired; the checksum covers the first psize bytes
+    // (all of them, unless the block is compressed).
     Status st = pool_->vdevs[d.vdev]->ScrubBlock(
-        d.offset, bp.psize,
-        [&](std::span<const uint8_t> b) { return ComputeChecksum(bp.cksum, b) == bp.checksum; },
+        d.offset, d.asize(),
+        [&](std::span<const uint8_t> b) {
+          return ComputeChecksum(bp.cksum, b.first(bp.psize)) == bp.checksum;
+        },
         &heal, &good);
     Note(d.asize(), bp.psize, heal, !st.ok());
     if (!st.ok()) {
@@ -141,10 +145,11 @@ class Walker {
       uint64_t asize = 0, psize = 0;
       for (size_t k = i; k < j; k++) {
         const BlockPtr& b = bps[k];
-        pieces.push_back(
-            {b.dva[0].offset - d0.offset, b.psize,
-             [&b](std::span<const uint8_t> x) { return ComputeChecksum(b.cksum, x) == b.checksum; },
-             false});
+        pieces.push_back({b.dva[0].offset - d0.offset, b.dva[0].asize(),
+                          [&b](std::span<const uint8_t> x) {
+                            return ComputeChecksum(b.cksum, x.first(b.psize)) == b.checksum;
+                          },
+                          false});
         asize += b.dva[0].asize();
         psize += b.psize;
       }

@@ -301,7 +301,7 @@ void PoolImpl::SnapshotsAfterTrees(SyncContext& ctx, const std::vector<SnapOp>& 
 }
 
 Status PoolImpl::VolumeSnapshotSpaceLocked(const std::string& volume, uint64_t* written,
-                                           uint64_t* usedbysnapshots) {
+                                           uint64_t* usedbysnapshots, uint64_t* logical_snapshots) {
   std::vector<std::shared_ptr<Volume>> snaps;
   std::shared_ptr<Volume> head;
   uint64_t prev_txg = 0;
@@ -315,6 +315,7 @@ Status PoolImpl::VolumeSnapshotSpaceLocked(const std::string& volume, uint64_t* 
   }
   const DatasetPhys hp = head->synced_phys();
   *usedbysnapshots = 0;
+  uint64_t logical = 0;
   for (const auto& sn : snaps) {
     // What destroying them all frees: every snapshot's blocks born in its own interval
     // (after the previous snapshot) that the head does not name; each block has one birth
@@ -322,10 +323,12 @@ Status PoolImpl::VolumeSnapshotSpaceLocked(const std::string& volume, uint64_t* 
     const DatasetPhys sp = sn->synced_phys();
     VS_RETURN_IF_ERROR(DiffTrees(*this, sp, hp.root, hp.levels, prev_txg, [&](const BlockPtr& bp) {
       *usedbysnapshots += bp.dva[0].asize();
+      logical += bp.lsize;
       return Status::Ok();
     }));
     prev_txg = sp.create_txg;
   }
+  if (logical_snapshots != nullptr) *logical_snapshots = logical;
   VS_ASSIGN_OR_RETURN(*written, WrittenSinceLocked(hp, prev_txg));
   return Status::Ok();
 }
@@ -343,6 +346,8 @@ void Volume::ResetTreeLocked(const DatasetPhys& snap) {
   volsize_ = snap.volsize;
   used_ = snap.used;
   synced_.used = snap.used;
+  lused_ = snap.lused;
+  synced_.lused = snap.lused;
 }
 
 void Volume::SetSnapshotProps(std::map<std::string, std::string> props) {
@@ -431,6 +436,15 @@ Result<DatasetInfo> Pool::Clone(const std::string& snapshot, const std::string& 
     phys.guid = NewGuid();
     phys.create_txg = p.open_txg;
     phys.props = props;
+    // A clone carries on its origin's data, so it keeps the origin's compression unless
+    // the clone is given its own (zfs would inherit it from the parent filesystem, which
+    // here holds no such property).
+    if (!phys.props.count("compression")) {
+      if (auto h = p.volumes.find(VolumeOf(snapshot)); h != p.volumes.end()) {
+        const std::string c = h->second->Prop("compression", "");
+        if (!c.empty()) phys.props["compression"] = c;
+      }
+    }
     phys.origin = snapshot;
     auto vol = std::make_shared<Volume>(&p, phys);
     vol->refreservation = refres;
@@ -484,6 +498,7 @@ std::vector<DatasetInfo> Pool::ListSnapshots(const std::string& volume) {
     d.create_txg = ph.create_txg;
     d.creation_time = std::strtoull(sn->Prop("creation", "0").c_str(), nullptr, 10);
     d.referenced = ph.used;
+    d.logical_referenced = ph.lused;
     d.volsize = ph.volsize;
     d.volblocksize = ph.volblocksize;
     d.clones = clones[ph.name];

@@ -125,6 +125,9 @@ struct DatasetInfo {
   uint64_t used = 0;  // referenced + unused refreservation (+ children for the root)
   uint64_t available = 0;
   uint64_t referenced = 0;  // bytes allocated to the tree
+  // The same blocks by logical size (compression undone); for the root, the volumes'
+  // logicalused summed (and `referenced` their trees and snapshots: it reports 0).
+  uint64_t logical_referenced = 0;
   uint64_t volsize = 0;
   uint32_t volblocksize = 0;
   uint64_t refreservation = 0;

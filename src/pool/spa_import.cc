@@ -249,6 +249,7 @@ Status PoolImpl::LoadFrom(const Uberblock& ub) {
   mos_bp = ub.rootbp;
   props = mos.props;
   next_id = mos.next_id;
+  compressed_blocks = mos.compressed;
   volumes.clear();
   snapshots.clear();
   for (const auto& d : mos.datasets) {

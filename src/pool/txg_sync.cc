@@ -38,12 +38,13 @@
 
 namespace volstack::pool {
 
-Result<Dva> SyncContext::Allocate(uint64_t size, Volume* owner) {
+Result<Dva> SyncContext::Allocate(uint64_t size, Volume* owner, uint64_t lsize) {
   VS_ASSIGN_OR_RETURN(Dva dva, pool->AllocateLocked(size));
   if (owner != nullptr) {
     VS_CHECK(allocs[dva.vdev].Add(dva.offset, dva.asize()));
     VS_CHECK(pool->live[dva.vdev].Add(dva.offset, dva.asize()));
-    owner->AdjustUsed(static_cast<int64_t>(dva.asize()));
+    owner->AdjustUsed(static_cast<int64_t>(dva.asize()),
+                      static_cast<int64_t>(lsize != 0 ? lsize : size));
   }
   return dva;
 }
@@ -52,7 +53,7 @@ void SyncContext::Adopt(const Dva& dva, Volume* owner) {
   VS_CHECK(pool->early[dva.vdev].Remove(dva.offset, dva.asize()));
   VS_CHECK(allocs[dva.vdev].Add(dva.offset, dva.asize()));
   VS_CHECK(pool->live[dva.vdev].Add(dva.offset, dva.asize()));
-  owner->AdjustUsed(static_cast<int64_t>(dva.asize()));
+  owner->AdjustUsed(static_cast<int64_t>(dva.asize()), owner->volblocksize());
 }
 
 Status SyncContext::Free(const BlockPtr& bp, Volume* owner) {
@@ -60,7 +61,7 @@ Status SyncContext::Free(const BlockPtr& bp, Volume* owner) {
   // alone and is freed; an older one is still in that snapshot's tree and stays allocated
   // (snapshot.cc has the theory).
   if (owner != nullptr && bp.birth <= owner->keep_txg.load()) {
-    owner->AdjustUsed(-static_cast<int64_t>(bp.dva[0].asize()));
+    owner->AdjustUsed(-static_cast<int64_t>(bp.dva[0].asize()), -int64_t{bp.lsize});
     return Status::Ok();
   }
   for (const Dva& d : bp.dva) {
@@ -70,8 +71,9 @@ Status SyncContext::Free(const BlockPtr& bp, Volume* owner) {
     }
     VS_CHECK(frees[d.vdev].Add(d.offset, d.asize()));
     deferred.push_back(d);
-    if (owner != nullptr) owner->AdjustUsed(-static_cast<int64_t>(d.asize()));
+    if (owner != nullptr) owner->AdjustUsed(-static_cast<int64_t>(d.asize()), 0);
   }
+  if (owner != nullptr) owner->AdjustUsed(0, -int64_t{bp.lsize});
   if (pool->block_cache && bp.type == BlockType::kVolData) {
     // The cache fill forgets them, off the tree update; those beyond the bound are
     // forgotten here (a destroyed volume's tree can hold millions of blocks).
@@ -324,6 +326,7 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     new_sm.push_back(bp);
   }
   mos.txg = txg;
+  mos.compressed = compressed_blocks.load();
   mos.space_map = new_sm;
   mos.datasets = std::move(datasets);
   BlockPtr new_mos;

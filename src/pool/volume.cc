@@ -46,6 +46,7 @@ Volume::Volume(PoolImpl* pool, DatasetPhys phys)
       hint_base_(phys.guid),
       volsize_(phys.volsize),
       used_(phys.used),
+      lused_(phys.lused),
       phys_(phys),
       synced_(std::move(phys)) {}
 
@@ -58,6 +59,7 @@ DatasetPhys Volume::phys() const {
   std::lock_guard l(tree_mu_);
   DatasetPhys p = phys_;
   p.used = used_.load();
+  p.lused = lused_.load();
   p.volsize = volsize_.load();
   return p;
 }
@@ -81,6 +83,11 @@ std::string Volume::Prop(const std::string& key, const std::string& dflt) const 
 ChecksumType Volume::checksum_type() const {
   auto t = ParseChecksumName(Prop("checksum", "on"));
   return t.ok() ? *t : ChecksumType::kXxh3_128;
+}
+
+CompressionSetting Volume::compression() const {
+  auto c = ParseCompression(Prop("compression", kDefaultCompression));
+  return c.ok() ? *c : CompressionSetting{};
 }
 
 void Volume::AddResizeListener(void* key, std::function<void(uint64_t)> fn) {
@@ -552,11 +559,13 @@ Volume::Buf Volume::FinishSync(uint64_t* released, const uint8_t* withhold) {
 Status Volume::SyncTree(SyncContext& ctx) {
   // syncing_ is only read by others now; this thread is its only writer-to-be (FinishSync).
   const ChecksumType cksum = checksum_type();
+  const CompressionSetting comp = compression();
   // Blocks written early (early_write.cc) are adopted: their space and checksum are ready.
   std::map<uint64_t, EarlyBlock> early = TakeEarlyForSyncLocked();
   std::vector<std::pair<uint64_t, BlockPtr>> fresh;
   fresh.reserve(syncing_.size());
-  std::vector<std::pair<BlockPtr*, const uint8_t*>> data;  // blocks to write and checksum
+  std::vector<std::pair<BlockPtr*, const uint8_t*>> data;      // blocks to write and checksum
+  std::vector<std::pair<BlockPtr*, const uint8_t*>> compress;  // the same, to compress first
   std::vector<std::pair<BlockPtr, const uint8_t*>> adopted;
   for (auto& [blkid, buf] : syncing_) {
     BlockPtr bp;
@@ -570,12 +579,18 @@ Status Volume::SyncTree(SyncContext& ctx) {
       bp.birth = ctx.txg;
       adopted.emplace_back(bp, buf.get());
     } else if (buf && !AllZero(buf.get(), vbs_)) {
-      VS_ASSIGN_OR_RETURN(const Dva dva, ctx.Allocate(vbs_, this));
+      Dva dva;  // a block to compress is allocated once its size is known
+      if (comp.algo == Compression::kNone) {
+        VS_ASSIGN_OR_RETURN(dva, ctx.Allocate(vbs_, this));
+      }
       bp = DataBlockPtr(dva, cksum);
       bp.birth = ctx.txg;
     }
     fresh.emplace_back(blkid, bp);  // reserved: the pointer below stays valid
-    if (!bp.IsHole() && !adopt) data.emplace_back(&fresh.back().second, buf.get());
+    if (!bp.IsHole() && !adopt) {
+      (comp.algo == Compression::kNone ? data : compress)
+          .emplace_back(&fresh.back().second, buf.get());
+    }
   }
   for (auto& [blkid, e] : early) pool_->ReleaseEarlyLocked(e.bp.dva[0]);  // stale
   // The writes, the checksums and the copies into the block cache only read the buffers.
@@ -621,15 +636,18 @@ Status Volume::SyncTree(SyncContext& ctx) {
   if (helper.joinable()) helper.join();
   VS_RETURN_IF_ERROR(written);
   VS_RETURN_IF_ERROR(helper_written);
+  if (!compress.empty()) VS_RETURN_IF_ERROR(WriteCompressed(ctx, comp, cksum, compress));
   ctx.data_bytes += (data.size() + adopted.size()) * pool_->asize(vbs_);
   ctx.early_bytes += adopted.size() * pool_->asize(vbs_);
   if (pool_->block_cache) {
     auto add = [&](const BlockPtr& bp, const uint8_t* buf) {
-      ctx.written.push_back(
-          {WrittenBlock{PoolImpl::CacheKey(bp), bp.cksum, bp.checksum}, std::span(buf, vbs_)});
+      ctx.written.push_back({WrittenBlock{PoolImpl::CacheKey(bp), bp.cksum, bp.checksum, bp.comp,
+                                          bp.psize, static_cast<uint32_t>(bp.dva[0].asize())},
+                             std::span(buf, vbs_)});
     };
     for (auto& [bp, buf] : data) add(*bp, buf);
     for (auto& [bp, buf] : adopted) add(bp, buf);
+    for (auto& [bp, buf] : compress) add(*bp, buf);
   }
 
   std::lock_guard l(tree_mu_);
@@ -726,6 +744,7 @@ Status Volume::SyncTree(SyncContext& ctx) {
   TrimCacheLocked();
   synced_ = phys_;
   synced_.used = used_.load();
+  synced_.lused = lused_.load();
   return Status::Ok();
 }
 

@@ -47,6 +47,7 @@
 
 #include "bdev/block_device.h"
 #include "pool/blkptr_format.h"
+#include "pool/compress.h"
 #include "pool/dirty_buffers.h"
 #include "pool/dirty_reservation.h"
 #include "pool/indirect_pointers.h"
@@ -87,7 +88,13 @@ class Volume {
   uint64_t volsize() const { return volsize_.load(); }
   uint32_t volblocksize() const { return vbs_; }
   uint64_t used() const { return used_.load(); }
-  void AdjustUsed(int64_t delta) { used_ += static_cast<uint64_t>(delta); }
+  // The tree's blocks by their logical size (lsize): `used` as if nothing were compressed.
+  uint64_t logical_used() const { return lused_.load(); }
+  // A block of the tree allocated (+) or given up (-): its asize and its lsize.
+  void AdjustUsed(int64_t delta, int64_t logical) {
+    used_ += static_cast<uint64_t>(delta);
+    lused_ += static_cast<uint64_t>(logical);
+  }
   // Grows volsize (adds tree levels as needed); the caller syncs the MOS, then tells open
   // devices with NotifyResize: a device writes past the old end only once the new size is
   // durable (a logged write there would not replay onto the old size).
@@ -96,6 +103,8 @@ class Volume {
   void SetProps(std::map<std::string, std::string> props);
   std::string Prop(const std::string& key, const std::string& dflt) const;
   ChecksumType checksum_type() const;
+  // The `compression` property: what blocks written from now on are compressed with.
+  CompressionSetting compression() const;
 
   // Resize notifications for open devices.
   void AddResizeListener(void* key, std::function<void(uint64_t)> fn);
@@ -206,6 +215,11 @@ class Volume {
   void CountDirtyLocked(std::map<uint64_t, Buf>::iterator it);
   // A data block pointer at `dva` (lsize, psize, type, fill set; checksum and birth not).
   BlockPtr DataBlockPtr(const Dva& dva, ChecksumType cksum) const;
+  // SyncTree's data blocks of a compressing volume (volume_compress.cc): each is compressed,
+  // allocated at its compressed size (or whole, when that saves too little), checksummed
+  // and written; their pointers get dva, psize, comp and checksum.
+  Status WriteCompressed(SyncContext& ctx, const CompressionSetting& setting, ChecksumType cksum,
+                         std::span<const std::pair<BlockPtr*, const uint8_t*>> blocks);
   // A block buffer (contents undefined) from the spares or the heap (mu_ held).
   Buf NewBufLocked();
   Result<BlockPtr> LookupL0Locked(uint64_t blkid, uint64_t* hole_span);
@@ -268,6 +282,7 @@ class Volume {
   alignas(64) std::array<std::atomic<const PackedBlockPtr*>, kL1Hints> l1_hints_{};
   std::atomic<uint64_t> volsize_;
   std::atomic<uint64_t> used_;
+  std::atomic<uint64_t> lused_;
 
   mutable std::mutex mu_;
   std::condition_variable loaded_cv_;

@@ -85,7 +85,7 @@ constexpr size_t kPrefetchBlocks = 4;
 
 Status Volume::CheckDataBp(const BlockPtr& bp) const {
   const Dva& d = bp.dva[0];
-  if (bp.lsize != vbs_ || bp.psize != bp.lsize || d.vdev >= pool_->vdevs.size() ||
+  if (bp.lsize != vbs_ || bp.psize > bp.lsize || d.vdev >= pool_->vdevs.size() ||
       d.offset < kAllocStart || d.offset + d.asize() > pool_->vdevs[d.vdev]->alloc_end()) {
     return Status::IoError(phys_.name + ": corrupt data block pointer " + bp.ToString());
   }
@@ -315,6 +315,13 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
       i++;
       continue;
     }
+    if (bp.comp != Compression::kNone) {
+      // Read, verified and decoded alone (PoolImpl::ReadBlock); runs are of raw blocks.
+      VS_RETURN_IF_ERROR(ReadBp(bp, first + i, 0, dst, vbs_, cache != nullptr, !stream));
+      probe_run = !stream;
+      i++;
+      continue;
+    }
     // A miss: extend it with the following whole blocks that are adjacent on disk and, when
     // probing (probe_run), not cached: a cached block ends the run, copied out by the lookup.
     const Dva& d0 = bp.dva[0];
@@ -325,8 +332,8 @@ Status Volume::Read(uint64_t offset, std::span<uint8_t> buf) {
       const BlockPtr& b = s.bps[j];
       uint32_t jo, jn;
       uint8_t* jdst = piece(j, &jo, &jn);
-      if (b.IsHole() || jn != vbs_ || b.dva[0].vdev != d0.vdev || b.dva[0].offset != next ||
-          !CheckDataBp(b).ok()) {
+      if (b.IsHole() || jn != vbs_ || b.comp != Compression::kNone || b.dva[0].vdev != d0.vdev ||
+          b.dva[0].offset != next || !CheckDataBp(b).ok()) {
         break;
       }
       if (cache != nullptr && probe_run &&

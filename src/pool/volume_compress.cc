@@ -1,0 +1,104 @@
+// Compression on the commit path (Volume::WriteCompressed; the codec is compress.h).
+//
+// A compressing volume's new data blocks cannot be allocated before they are compressed:
+// their size is known only then. So SyncTree hands them here, after its uncompressed
+// blocks are out, and they go through one pipeline in groups of up to
+// RunWriter::kMaxRunBytes of logical data, in block order: a thread takes a group,
+// compresses each block into its own scratch, allocates the group's blocks one after the
+// other (under a mutex: the allocator is the commit's), so a group's blocks still land
+// adjacent and go out as one vectored write, then checksums what is stored (the compressed
+// bytes, so scrub and self-heal never need to decode) and writes the group. For a large
+// txg a helper thread takes groups too: the commit's two threads share compression,
+// checksums and writes, and the writer threads never compress.
+//
+// A block that does not save enough (compress.h) is stored as it is, straight from its
+// dirty buffer. An all-zero block never gets here: SyncTree makes it a hole.
+//
+// Memory: one group of scratch (kMaxRunBytes) per thread, freed when the commit returns.
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include "pool/pool_impl.h"
+#include "pool/run_writer.h"
+
+namespace volstack::pool {
+
+namespace {
+// Txgs with at least this much data to compress share it with a helper thread (as
+// SyncTree's uncompressed data does).
+constexpr uint64_t kHelperThreadBytes = 1 << 20;
+}  // namespace
+
+Status Volume::WriteCompressed(SyncContext& ctx, const CompressionSetting& setting,
+                               ChecksumType cksum,
+                               std::span<const std::pair<BlockPtr*, const uint8_t*>> blocks) {
+  const uint32_t unit = static_cast<uint32_t>(pool_->asize(1));
+  const size_t group = std::max<uint64_t>(RunWriter::kMaxRunBytes / vbs_, 1);
+  const size_t groups = (blocks.size() + group - 1) / group;
+  std::atomic<size_t> next_group{0};
+  std::atomic<bool> failed{false};
+  std::atomic<uint64_t> stored{0};
+  std::atomic<bool> any_compressed{false};
+  std::mutex alloc_mu;  // the commit's allocator, shared by the two threads
+  auto work = [&](Status& st) {
+    std::vector<uint8_t> scratch(group * vbs_);
+    std::vector<uint32_t> psize(group);
+    RunWriter writer(pool_);
+    for (size_t g = next_group++; g < groups && !failed; g = next_group++) {
+      const size_t first = g * group, end = std::min(first + group, blocks.size());
+      for (size_t i = first; i < end; i++) {
+        psize[i - first] = CompressBlock(setting, std::span(blocks[i].second, vbs_), unit,
+                                         std::span(&scratch[(i - first) * vbs_], vbs_));
+      }
+      {
+        std::lock_guard l(alloc_mu);
+        for (size_t i = first; i < end && st.ok(); i++) {
+          BlockPtr& bp = *blocks[i].first;
+          const uint32_t p = psize[i - first];
+          auto dva = ctx.Allocate(p != 0 ? p : vbs_, this, vbs_);
+          if (!dva.ok()) {
+            st = dva.status();
+            break;
+          }
+          bp.dva[0] = *dva;
+          bp.psize = p != 0 ? p : vbs_;
+          bp.comp = p != 0 ? setting.algo : Compression::kNone;
+        }
+      }
+      for (size_t i = first; i < end && st.ok(); i++) {
+        BlockPtr& bp = *blocks[i].first;
+        const uint8_t* bytes =
+            bp.comp != Compression::kNone ? &scratch[(i - first) * vbs_] : blocks[i].second;
+        const std::span<const uint8_t> on_disk(bytes, bp.psize);
+        bp.checksum = ComputeChecksum(cksum, on_disk);
+        st = writer.Add(bp.dva[0], on_disk);
+        stored += bp.dva[0].asize();
+        if (bp.comp != Compression::kNone) any_compressed = true;
+      }
+      if (st.ok()) st = writer.Flush();
+      if (!st.ok()) failed = true;
+    }
+  };
+  Status mine, helpers;
+  std::thread helper;
+  if (blocks.size() * vbs_ >= kHelperThreadBytes) {
+    try {
+      helper = std::thread(work, std::ref(helpers));
+    } catch (const std::system_error&) {
+      // No thread to be had: this one takes every group.
+    }
+  }
+  work(mine);
+  if (helper.joinable()) helper.join();
+  VS_RETURN_IF_ERROR(mine);
+  VS_RETURN_IF_ERROR(helpers);
+  // Before this txg's MOS is written: it is then version 5 (mos_format.h).
+  if (any_compressed) pool_->compressed_blocks = true;
+  ctx.data_bytes += stored;
+  return Status::Ok();
+}
+
+}  // namespace volstack::pool
