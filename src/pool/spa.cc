@@ -685,6 +685,7 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
   root.available = avail;
   root.creation_time = impl_->create_time;
   for (auto& [n, v] : impl_->volumes) {
+    if (n.find('%') != std::string::npos) continue;  // a receive in progress (receive.cc)
     out.push_back(VolumeInfo(*impl_, *v, avail));
     DatasetInfo& d = out.back();
     d.written = d.referenced;
