@@ -468,6 +468,8 @@ int ZfsInherit(Context& ctx, const std::string& prop, const std::string& name) {
 
 // snapshot, rollback, clone (pool_zfs_snapshot_verbs.cc).
 void RegisterZfsSnapshotVerbs(CLI::App& zfs, Context& ctx);
+// send, receive|recv (pool_zfs_send_verbs.cc).
+void RegisterZfsSendVerbs(CLI::App& zfs, Context& ctx);
 
 void RegisterZfsVerbs(CLI::App& app, Context& ctx) {
   CLI::App* zfs = app.add_subcommand("zfs", "Manage datasets and volumes of a pool");
@@ -538,6 +540,7 @@ void RegisterZfsVerbs(CLI::App& app, Context& ctx) {
     c->add_option("dataset", *name, "Dataset")->required();
   }
   RegisterZfsSnapshotVerbs(*zfs, ctx);
+  RegisterZfsSendVerbs(*zfs, ctx);
 }
 
 }  // namespace volstack::cli
