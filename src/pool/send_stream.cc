@@ -96,15 +96,15 @@ StreamWriter::StreamWriter(Sink sink) : sink_(std::move(sink)), hash_(XXH3_creat
 StreamWriter::~StreamWriter() { XXH3_freeState(hash_); }
 
 Status StreamWriter::Record(RecordType type, Compression comp, uint64_t a, uint64_t b,
-                            std::span<const uint8_t> payload, const uint8_t* end_cksum) {
+                            std::span<const uint8_t> payload, const uint8_t* cksum) {
   uint8_t h[kRecordHeaderSize] = {};
   EncodeLE32(&h[0], static_cast<uint32_t>(type));
   h[4] = static_cast<uint8_t>(comp);
   EncodeLE64(&h[8], a);
   EncodeLE64(&h[16], b);
   EncodeLE64(&h[24], payload.size());
-  if (end_cksum != nullptr) {
-    std::memcpy(&h[32], end_cksum, 16);
+  if (cksum != nullptr) {
+    std::memcpy(&h[32], cksum, 16);
   } else if (!payload.empty()) {
     PutCksum128(&h[32], XXH3_128bits(payload.data(), payload.size()));
   }
@@ -113,7 +113,7 @@ Status StreamWriter::Record(RecordType type, Compression comp, uint64_t a, uint6
   // One sink call per record: the header and its payload together.
   buf_.assign(h, h + kRecordHeaderSize);
   buf_.insert(buf_.end(), payload.begin(), payload.end());
-  XXH3_128bits_update(hash_, buf_.data(), buf_.size());
+  XXH3_128bits_update(hash_, h, kRecordHeaderSize);
   bytes_ += buf_.size();
   return sink_(buf_);
 }
@@ -134,10 +134,10 @@ Status StreamWriter::FlushFree() {
 }
 
 Status StreamWriter::Write(uint64_t offset, uint64_t lsize, std::span<const uint8_t> data,
-                           Compression comp) {
+                           Compression comp, const uint8_t* cksum) {
   VS_RETURN_IF_ERROR(FlushFree());
   writes_++;
-  return Record(RecordType::kWrite, comp, offset, lsize, data);
+  return Record(RecordType::kWrite, comp, offset, lsize, data, cksum);
 }
 
 Status StreamWriter::Free(uint64_t offset, uint64_t length) {
@@ -246,7 +246,6 @@ Result<StreamRecord> StreamReader::Next() {
   if (plen > 0) PutCksum128(ck, XXH3_128bits(r.payload.data(), plen));
   if (std::memcmp(ck, &h[32], 16) != 0) return Fail(TypeName(type) + " payload checksum mismatch");
   XXH3_128bits_update(hash_, h, sizeof h);
-  XXH3_128bits_update(hash_, r.payload.data(), plen);
   seq_++;
   switch (r.type) {
     case RecordType::kBegin: {

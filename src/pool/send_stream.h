@@ -13,8 +13,9 @@
 //     8    8 a         BEGIN: magic kStreamMagic | WRITE, FREE: byte offset | END: 0
 //    16    8 b         BEGIN: version | WRITE: lsize | FREE: length | END: records before it
 //    24    8 plen      payload bytes after the header (WRITE: psize; FREE, END: 0)
-//    32   16 cksum     payload's XXH3-128 (0 without one); END: XXH3-128 of every byte of
-//                      the substream before END's header
+//    32   16 cksum     payload's XXH3-128 (0 without one); END: XXH3-128 of every record
+//                      header of the substream before END's (each holds its payload's
+//                      checksum, so this covers every byte; the data is hashed once)
 //    48    8 seq       record number in its substream, BEGIN = 0
 //    56    8 hcksum    XXH3-64 of bytes 0..55
 //
@@ -95,8 +96,10 @@ class StreamWriter {
 
   Status Begin(const StreamBegin& b);
   // `data` is lsize bytes (uncompressed), or psize bytes compressed with `comp`.
+  // `cksum`: its XXH3-128 (16 bytes, low half first) when the caller has it already (a
+  // block verified against an xxh3 block pointer), else nullptr.
   Status Write(uint64_t offset, uint64_t lsize, std::span<const uint8_t> data,
-               Compression comp = Compression::kNone);
+               Compression comp = Compression::kNone, const uint8_t* cksum = nullptr);
   Status Free(uint64_t offset, uint64_t length);
   Status End();
 
@@ -105,8 +108,9 @@ class StreamWriter {
   uint64_t free_records() const { return frees_; }
 
  private:
+  // `cksum`: the value of the header's cksum field, computed from the payload if nullptr.
   Status Record(RecordType type, Compression comp, uint64_t a, uint64_t b,
-                std::span<const uint8_t> payload, const uint8_t* end_cksum = nullptr);
+                std::span<const uint8_t> payload, const uint8_t* cksum = nullptr);
   Status FlushFree();
 
   Sink sink_;
