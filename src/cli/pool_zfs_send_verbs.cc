@@ -39,11 +39,23 @@ Status WriteAllFd(int fd, std::span<const uint8_t> data) {
 
 struct SendArgs {
   bool verbose = false, parsable = false, dry_run = false;
-  std::string incr, intermediates;
+  std::string incr, intermediates, token;
   std::string snapshot;
 };
 
-int ZfsSend(Context& ctx, const SendArgs& a) {
+int ZfsSend(Context& ctx, const SendArgs& in) {
+  SendArgs a = in;
+  pool::SendOptions o;
+  if (!a.token.empty()) {
+    // -t: the snapshots, origin and offset come from the receiver's token.
+    if (!a.snapshot.empty() || !a.incr.empty() || !a.intermediates.empty()) {
+      return ReportUsage("zfs send: -t takes no snapshot and no -i or -I");
+    }
+    auto t = pool::SendOptionsFromToken(a.token);
+    if (!t.ok()) return ReportUsage("zfs send: " + t.status().message());
+    o = *t;
+    a.snapshot = o.snapshot;
+  }
   if (!a.incr.empty() && !a.intermediates.empty()) {
     return ReportUsage("zfs send: -i and -I are exclusive");
   }
@@ -55,10 +67,11 @@ int ZfsSend(Context& ctx, const SendArgs& a) {
         "zfs send: the stream cannot be written to a terminal: redirect "
         "standard output");
   }
-  pool::SendOptions o;
-  o.snapshot = a.snapshot;
-  o.from = a.incr.empty() ? a.intermediates : a.incr;
-  o.intermediates = !a.intermediates.empty();
+  if (a.token.empty()) {
+    o.snapshot = a.snapshot;
+    o.from = a.incr.empty() ? a.intermediates : a.incr;
+    o.intermediates = !a.intermediates.empty();
+  }
   auto p = poolcli::OpenPool(ctx, PoolPart(a.snapshot), false);
   if (!p.ok()) return ReportFailure(p.status());
   const bool report = a.verbose || a.parsable || a.dry_run;
@@ -135,14 +148,16 @@ struct RecvArgs {
 };
 
 int ZfsReceive(Context& ctx, const RecvArgs& a) {
-  if (a.resumable || a.abort) {
-    return ReportFailure(
-        Status::NotSupported("zfs receive: resumable receives (-s, -A) are not supported yet"));
-  }
   const std::string volume = a.target.substr(0, a.target.find('@'));
   if (Status st = pool::ValidateDatasetName(volume); !st.ok()) {
     if (st.code() == EINVAL) return ReportUsage("zfs receive: " + st.message());
     return ReportFailure(st);
+  }
+  if (a.abort) {
+    auto p = poolcli::OpenPool(ctx, PoolPart(a.target), false);
+    if (!p.ok()) return ReportFailure(p.status());
+    if (Status st = pool::AbortReceive(**p, volume); !st.ok()) return ReportFailure(st);
+    return kExitOk;
   }
   if (a.target.find('@') != std::string::npos) {
     if (Status st = pool::ValidateSnapshotName(a.target); !st.ok()) {
@@ -152,6 +167,7 @@ int ZfsReceive(Context& ctx, const RecvArgs& a) {
   pool::ReceiveOptions o;
   o.target = a.target;
   o.force = a.force;
+  o.resumable = a.resumable;
   for (const auto& s : a.opts) {
     auto kv = poolcli::SplitProp(s);
     if (!kv.ok()) return ReportUsage("zfs receive: " + kv.status().message());
@@ -215,7 +231,8 @@ void RegisterZfsSendVerbs(CLI::App& zfs, Context& ctx) {
     c->add_flag("-n", a->dry_run, "Dry run: print the estimate, send nothing");
     c->add_option("-i", a->incr, "Incremental from this snapshot (@a or pool/vol@a)");
     c->add_option("-I", a->intermediates, "Incremental, with every snapshot in between");
-    c->add_option("snapshot", a->snapshot, "pool/vol@snap")->required();
+    c->add_option("-t", a->token, "Resume: the receive_resume_token of a partial receive -s");
+    c->add_option("snapshot", a->snapshot, "pool/vol@snap");
   }
   {
     auto a = std::make_shared<RecvArgs>();
@@ -225,8 +242,9 @@ void RegisterZfsSendVerbs(CLI::App& zfs, Context& ctx) {
     c->add_flag("-F", a->force, "Roll the target back to the stream's origin first");
     c->add_flag("-u", a->unmounted, "Do not mount (volumes are never mounted)");
     c->add_flag("-v", a->verbose, "Print what is received on stderr");
-    c->add_flag("-s", a->resumable, "Resumable (not supported yet)");
-    c->add_flag("-A", a->abort, "Abort a resumable receive (not supported yet)");
+    c->add_flag("-s", a->resumable,
+                "Resumable: a broken stream leaves its partial state (receive_resume_token)");
+    c->add_flag("-A", a->abort, "Abort a partial receive -s into the target");
     c->add_option("-o", a->opts, "property=value")->allow_extra_args(false);
     c->add_option("target", a->target, "pool/vol or pool/vol@snap")->required();
   }

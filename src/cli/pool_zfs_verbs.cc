@@ -34,7 +34,8 @@ bool KnownZfsProp(const std::string& p) {
                                  "guid",          "createtxg",      "mountpoint",
                                  "logicalused",   "written",        "usedbysnapshots",
                                  "usedbydataset", "origin",         "clones"};
-  return std::find(std::begin(kKnown), std::end(kKnown), p) != std::end(kKnown);
+  return p == "receive_resume_token" ||  // zfs receive -s (pool_zfs_send_verbs.cc)
+         std::find(std::begin(kKnown), std::end(kKnown), p) != std::end(kKnown);
 }
 
 bool IsBytesProp(const std::string& p) {

@@ -49,7 +49,10 @@ namespace volstack::pool {
 // 3 adds snapshot entries and clones' "origin". A MOS is written as version 3 only while
 // the pool holds a snapshot or a clone (the feature is "active", as ZFS's feature flags
 // say), so a pool that never used them stays readable by a version-2 volstack.
-inline constexpr uint64_t kMosMagic = 0x03000053534f4d53ull;  // "SMOS\0\0\0\3"
+// 4 marks a pool holding the resume state of a partial `zfs receive -s` (a hidden dataset
+// with "resume:" properties: receive.cc), written only while one exists.
+inline constexpr uint64_t kMosMagicV4 = 0x04000053534f4d53ull;  // "SMOS\0\0\0\4"
+inline constexpr uint64_t kMosMagic = 0x03000053534f4d53ull;    // "SMOS\0\0\0\3"
 inline constexpr uint64_t kMosMagicV2 = 0x02000053534f4d53ull;
 inline constexpr uint64_t kMosMagicV1 = 0x01000053534f4d53ull;
 inline constexpr uint64_t kSpaceMapMagic = 0x01504d4150535356ull;  // "VSSPMAP\1"

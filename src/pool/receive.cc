@@ -19,6 +19,12 @@
 // leaves a hidden dataset no listing shows and no snapshot: the next receive into the
 // same target destroys it first.
 //
+// Resumable (-s): a substream that breaks keeps its hidden dataset, with where it stopped
+// (records come in block order) as "resume:*" properties; the MOS is version 4 while one
+// exists (mos_format.h). A stream from `send -t` (BEGIN's resume feature) continues it
+// when its guids and offset match; anything else into that target is refused until
+// `receive -A` (AbortReceive) destroys it.
+//
 // Refused before anything is written: a full stream into an existing volume, an
 // incremental one whose origin guid is not among the target's snapshots, a stream whose
 // snapshot the target already has (the same guid: fed twice), a target in use (open),
@@ -84,9 +90,22 @@ class SubstreamReceiver {
 
   Status Run() {
     VS_RETURN_IF_ERROR(Check());
-    VS_RETURN_IF_ERROR(DropHidden(p_, hidden_));  // left by an interrupted receive
-    VS_RETURN_IF_ERROR(CreateHidden());
+    if (b_.resumed()) {
+      VS_RETURN_IF_ERROR(FindPartial());
+    } else {
+      VS_RETURN_IF_ERROR(DropHidden(p_, hidden_));  // left by an interrupted receive
+      VS_RETURN_IF_ERROR(CreateHidden());
+    }
+    done_ = b_.resume_offset;
     Status st = Apply();
+    if (!st.ok() && o_.resumable) {
+      // -s: what arrived stays, with where it stopped (MOS version 4 while it exists).
+      Status saved = SavePartial();
+      if (saved.ok()) {
+        return st.WithContext("partially-received state of '" + volume_ +
+                              "' saved: resume with zfs send -t " + token_ + " ...");
+      }
+    }
     if (st.ok()) st = Commit();
     if (!st.ok()) {
       if (Status d = DropHidden(p_, hidden_); !d.ok()) {
@@ -128,6 +147,19 @@ class SubstreamReceiver {
     VS_RETURN_IF_ERROR(p_.Sync());  // the head's `written` below is of its synced tree
     std::lock_guard s(p_.sync_mu);
     std::lock_guard l(p_.mu);
+    if (auto hd = p_.volumes.find(hidden_); hd != p_.volumes.end()) {
+      const bool partial = ResumeFromProps(hd->second->phys().props).ok();
+      if (partial && !b_.resumed()) {
+        return Status::Exists("destination '" + volume_ +
+                              "' contains partially-complete state from zfs receive -s: "
+                              "resume it (zfs send -t with its receive_resume_token) or "
+                              "abort it (zfs receive -A " +
+                              volume_ + ")");
+      }
+    }
+    if (b_.resumed() && !o_.resumable) {
+      return Status::InvalidArgument("cannot receive a resumed stream without -s");
+    }
     auto h = p_.volumes.find(volume_);
     if (!b_.incremental()) {
       if (h != p_.volumes.end()) {
@@ -245,6 +277,7 @@ class SubstreamReceiver {
           VS_RETURN_IF_ERROR(WriteRetrying(
               p_, [&] { return vol_->Write(r.offset, r.payload, /*throttle=*/false); }));
           stats_.data_bytes += r.length;
+          done_ = r.offset + r.length;
           break;
         case RecordType::kFree:
           if (r.offset % vbs != 0 || r.length % vbs != 0 || r.offset > size ||
@@ -255,6 +288,7 @@ class SubstreamReceiver {
           }
           VS_RETURN_IF_ERROR(WriteRetrying(
               p_, [&] { return vol_->Zero(r.offset, r.length, /*throttle=*/false); }));
+          done_ = r.offset + r.length;
           break;
         case RecordType::kEnd:
           return Status::Ok();
@@ -262,6 +296,44 @@ class SubstreamReceiver {
           return Status::Corruption("invalid send stream: BEGIN inside a substream");
       }
     }
+  }
+
+  // A resumed stream continues the hidden dataset of the partial receive it resumes.
+  Status FindPartial() {
+    std::lock_guard l(p_.mu);
+    auto hd = p_.volumes.find(hidden_);
+    auto st = hd == p_.volumes.end() ? Result<ResumeState>(Status::NotFound(""))
+                                     : ResumeFromProps(hd->second->phys().props);
+    if (!st.ok()) {
+      return Status::NotFound("cannot resume: '" + volume_ + "' has no partially-received state");
+    }
+    if (st->toguid != b_.toguid || st->fromguid != b_.fromguid || st->offset != b_.resume_offset) {
+      return Status::InvalidArgument("cannot resume: the stream resumes " + b_.toname + " at " +
+                                     std::to_string(b_.resume_offset) +
+                                     ", the partial receive of '" + volume_ + "' is of " +
+                                     st->toname + " up to " + std::to_string(st->offset));
+    }
+    vol_ = hd->second;
+    return Status::Ok();
+  }
+
+  Status SavePartial() {
+    ResumeState r;
+    r.toguid = b_.toguid;
+    r.fromguid = b_.fromguid;
+    r.toname = b_.toname;
+    r.fromname = b_.fromname;
+    r.offset = done_;
+    {
+      std::lock_guard l(p_.mu);
+      if (p_.volumes[hidden_] != vol_) return Status::NotFound("the partial receive vanished");
+      auto props = vol_->phys().props;
+      for (const auto& [k, v] : ResumeProps(r)) props[k] = v;
+      vol_->SetProps(props);
+      p_.mos_dirty = true;
+    }
+    token_ = EncodeResumeToken(r);
+    return p_.Sync();
   }
 
   Status Commit() {
@@ -357,6 +429,8 @@ class SubstreamReceiver {
   DatasetPhys origin_;
   std::vector<std::string> later_;
   std::shared_ptr<Volume> vol_;
+  uint64_t done_ = 0;  // the volume bytes before it are received (records come in order)
+  std::string token_;
 };
 
 }  // namespace
@@ -389,6 +463,25 @@ Result<ReceiveStats> Receive(Pool& pool, const ReceiveOptions& options, StreamRe
   }
   stats.stream_bytes = reader.offset();
   return stats;
+}
+
+Result<std::string> ReceiveResumeToken(Pool& pool, const std::string& volume) {
+  PoolImpl& p = *pool.impl();
+  std::lock_guard l(p.mu);
+  auto hd = p.volumes.find(HiddenName(volume));
+  if (hd == p.volumes.end()) return Status::NotFound("'" + volume + "': no partial receive");
+  VS_ASSIGN_OR_RETURN(ResumeState r, ResumeFromProps(hd->second->phys().props));
+  return EncodeResumeToken(r);
+}
+
+Status AbortReceive(Pool& pool, const std::string& volume) {
+  PoolImpl& p = *pool.impl();
+  VS_RETURN_IF_ERROR(p.CheckUsable());
+  VS_RETURN_IF_ERROR(ValidateDatasetName(volume));
+  if (!ReceiveResumeToken(pool, volume).ok()) {
+    return Status::NotFound("'" + volume + "' does not have any resumable receive state to abort");
+  }
+  return DropHidden(p, HiddenName(volume));
 }
 
 }  // namespace volstack::pool

@@ -34,9 +34,17 @@ namespace {
 
 class TreeSender {
  public:
+  // `resume`: records start at this volume offset (send -t); what lies before is skipped
+  // unread.
   TreeSender(PoolImpl& pool, StreamWriter& w, const DatasetPhys& tree, uint64_t min_txg,
-             bool dry_run, SendStats& stats)
-      : pool_(pool), w_(w), tree_(tree), min_txg_(min_txg), dry_run_(dry_run), stats_(stats) {}
+             bool dry_run, SendStats& stats, uint64_t resume = 0)
+      : pool_(pool),
+        w_(w),
+        tree_(tree),
+        min_txg_(min_txg),
+        dry_run_(dry_run),
+        stats_(stats),
+        resume_(resume) {}
 
   Status Run() {
     buf_.resize(tree_.volblocksize);
@@ -56,7 +64,11 @@ class TreeSender {
     if (first >= nblocks) return Status::Ok();
     const uint64_t start = first * vbs;
     const uint64_t len = std::min(span, nblocks - first) * vbs;
-    if (bp.IsHole()) return w_.Free(start, len);
+    if (start + len <= resume_) return Status::Ok();
+    if (bp.IsHole()) {
+      const uint64_t from = std::max(start, resume_);
+      return w_.Free(from, start + len - from);
+    }
     if (bp.birth <= min_txg_) return Status::Ok();
     if (bp.level != level) {
       return Status::Corruption(tree_.name + ": block pointer at level " + std::to_string(level) +
@@ -96,8 +108,8 @@ class TreeSender {
     for (uint32_t i = 0; i < kBpsPerIndirect; i++) {
       const uint64_t child_first = first + i * (span / kBpsPerIndirect);
       if (child_first >= nblocks) break;
-      if (level == 1 && !dry_run_ && Sendable(kids[i]) &&
-          (i < run_first_ || i >= run_first_ + run_count_)) {
+      if (level == 1 && !dry_run_ && child_first * tree_.volblocksize >= resume_ &&
+          Sendable(kids[i]) && (i < run_first_ || i >= run_first_ + run_count_)) {
         VS_RETURN_IF_ERROR(ReadRun(kids, i));
       }
       VS_RETURN_IF_ERROR(Visit(kids[i], level - 1, child_first, i));
@@ -147,6 +159,7 @@ class TreeSender {
   const uint64_t min_txg_;
   const bool dry_run_;
   SendStats& stats_;
+  const uint64_t resume_;
   std::vector<uint8_t> buf_;
   // The data blocks of the L1 block being sent that ReadRun read: children
   // [run_first_, run_first_ + run_count_), back to back in run_.
@@ -184,6 +197,9 @@ Result<SendStats> Send(Pool& pool, const SendOptions& o, const StreamWriter::Sin
   if (o.intermediates && from.empty()) {
     return Status::InvalidArgument("-I needs an incremental source");
   }
+  if (o.resume && o.intermediates) {
+    return Status::InvalidArgument("a resumed send carries one snapshot");
+  }
   // The snapshots to send, oldest first; chain[0] is the origin (or none).
   std::vector<DatasetPhys> chain;
   DatasetPhys head;
@@ -216,6 +232,11 @@ Result<SendStats> Send(Pool& pool, const SendOptions& o, const StreamWriter::Sin
       if (o.intermediates || i == first || i == to) chain.push_back(list[i]->synced_phys());
     }
   }
+  if (o.resume &&
+      (chain.back().guid != o.toguid || (!from.empty() && chain.front().guid != o.fromguid))) {
+    return Status::NotFound("cannot resume send: '" + o.snapshot +
+                            "' is no longer the snapshot the token names");
+  }
   // Held open (read-only) so that none is destroyed while its blocks are read.
   std::vector<bdev::BlockDevicePtr> held;
   for (const auto& s : chain) {
@@ -244,15 +265,33 @@ Result<SendStats> Send(Pool& pool, const SendOptions& o, const StreamWriter::Sin
     b.toname = to.name;
     b.fromname = prev ? prev->name : "";
     b.props = SentProps(head);
+    if (o.resume) {
+      b.features |= kFeatureResume;
+      b.resume_offset = o.resume_offset;
+    }
     part_start = stats.stream_bytes;
     VS_RETURN_IF_ERROR(w.Begin(b));
-    VS_RETURN_IF_ERROR(TreeSender(p, w, to, prev ? prev->create_txg : 0, o.dry_run, stats).Run());
+    VS_RETURN_IF_ERROR(TreeSender(p, w, to, prev ? prev->create_txg : 0, o.dry_run, stats,
+                                  o.resume ? o.resume_offset : 0)
+                           .Run());
     VS_RETURN_IF_ERROR(w.End());
     stats.parts.push_back({b.fromname, b.toname, stats.stream_bytes - part_start});
   }
   stats.write_records = w.write_records();
   stats.free_records = w.free_records();
   return stats;
+}
+
+Result<SendOptions> SendOptionsFromToken(const std::string& token) {
+  VS_ASSIGN_OR_RETURN(ResumeState r, DecodeResumeToken(token));
+  SendOptions o;
+  o.snapshot = r.toname;
+  o.from = r.fromname;
+  o.resume = true;
+  o.resume_offset = r.offset;
+  o.toguid = r.toguid;
+  o.fromguid = r.fromguid;
+  return o;
 }
 
 }  // namespace volstack::pool

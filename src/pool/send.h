@@ -22,7 +22,14 @@ struct SendOptions {
   std::string from = "";       // "" (full), "@a" or "pool/vol@a": incremental from a
   bool intermediates = false;  // -I: one substream per snapshot between from and snapshot
   bool dry_run = false;        // -n: walk the metadata, read no data, write nothing
+  // send -t: a resumed stream from this volume offset; the snapshots must still have the
+  // guids the token names (nonzero).
+  bool resume = false;
+  uint64_t resume_offset = 0;
+  uint64_t toguid = 0, fromguid = 0;
 };
+// SendOptions for `zfs send -t token` (the snapshots are checked by Send).
+Result<SendOptions> SendOptionsFromToken(const std::string& token);
 
 // What a send did (or, dry, would do): `stream_bytes` is exact, not an estimate.
 struct SendStats {
@@ -49,6 +56,7 @@ struct ReceiveOptions {
   std::string target = "";  // "pool/vol" (the snapshot keeps the stream's name) or "pool/vol@s"
   bool force = false;       // -F: roll the target back to the stream's origin first
   std::map<std::string, std::string> props = {};  // -o prop=value
+  bool resumable = false;  // -s: a stream that breaks leaves its partial state to resume
 };
 
 struct ReceiveStats {
@@ -64,5 +72,10 @@ struct ReceiveStats {
 // called as each BEGIN is read, with it, before any of its data.
 Result<ReceiveStats> Receive(Pool& pool, const ReceiveOptions& options, StreamReader& reader,
                              const std::function<void(const StreamBegin&)>& on_snapshot = {});
+
+// The token of the partial `receive -s` into `volume` (the target's name), or NotFound.
+Result<std::string> ReceiveResumeToken(Pool& pool, const std::string& volume);
+// zfs receive -A: discards the partial state of a `receive -s` into `volume`.
+Status AbortReceive(Pool& pool, const std::string& volume);
 
 }  // namespace volstack::pool

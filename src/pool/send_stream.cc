@@ -35,6 +35,7 @@ std::string TypeName(uint32_t t) {
 
 std::vector<uint8_t> EncodeBeginPayload(const StreamBegin& b) {
   nlohmann::json j{{"toname", b.toname}, {"fromname", b.fromname}, {"props", b.props}};
+  if (b.resumed()) j["resume_offset"] = b.resume_offset;
   const std::string js = j.dump();
   std::vector<uint8_t> out(kBeginFixed + js.size());
   EncodeLE64(&out[0], b.features);
@@ -77,6 +78,7 @@ Result<StreamBegin> DecodeBeginPayload(std::span<const uint8_t> in) {
     b.toname = j.at("toname").get<std::string>();
     b.fromname = j.at("fromname").get<std::string>();
     b.props = j.at("props").get<std::map<std::string, std::string>>();
+    if (b.resumed()) b.resume_offset = j.at("resume_offset").get<uint64_t>();
   } catch (const std::exception& e) {
     return Status::Corruption(std::string("BEGIN record: bad names: ") + e.what());
   }
@@ -85,7 +87,74 @@ Result<StreamBegin> DecodeBeginPayload(std::span<const uint8_t> in) {
       b.incremental() != !b.fromname.empty()) {
     return Status::Corruption("BEGIN record: bad snapshot names");
   }
+  if (b.resume_offset % vbs != 0 || b.resume_offset > b.volsize) {
+    return Status::Corruption("BEGIN record: bad resume offset");
+  }
   return b;
+}
+
+std::string EncodeResumeToken(const ResumeState& r) {
+  const std::string js = nlohmann::json{
+      {"toguid", r.toguid},
+      {"fromguid", r.fromguid},
+      {"toname", r.toname},
+      {"fromname", r.fromname},
+      {"offset", r.offset}}.dump();
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "1-";
+  for (unsigned char c : js) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+Result<ResumeState> DecodeResumeToken(const std::string& token) {
+  auto bad = [] { return Status::InvalidArgument("invalid resume token"); };
+  if (token.size() < 2 || token.compare(0, 2, "1-") != 0 || token.size() % 2 != 0) return bad();
+  std::string js;
+  for (size_t i = 2; i + 1 < token.size(); i += 2) {
+    auto nib = [](char c) {
+      return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    };
+    const int hi = nib(token[i]), lo = nib(token[i + 1]);
+    if (hi < 0 || lo < 0) return bad();
+    js += static_cast<char>(hi * 16 + lo);
+  }
+  ResumeState r;
+  try {
+    auto j = nlohmann::json::parse(js);
+    r.toguid = j.at("toguid").get<uint64_t>();
+    r.fromguid = j.at("fromguid").get<uint64_t>();
+    r.toname = j.at("toname").get<std::string>();
+    r.fromname = j.at("fromname").get<std::string>();
+    r.offset = j.at("offset").get<uint64_t>();
+  } catch (const std::exception&) {
+    return bad();
+  }
+  return r;
+}
+
+std::map<std::string, std::string> ResumeProps(const ResumeState& r) {
+  return {{"resume:toguid", std::to_string(r.toguid)},
+          {"resume:fromguid", std::to_string(r.fromguid)},
+          {"resume:toname", r.toname},
+          {"resume:fromname", r.fromname},
+          {"resume:offset", std::to_string(r.offset)}};
+}
+
+Result<ResumeState> ResumeFromProps(const std::map<std::string, std::string>& props) {
+  ResumeState r;
+  try {
+    r.toguid = std::stoull(props.at("resume:toguid"));
+    r.fromguid = std::stoull(props.at("resume:fromguid"));
+    r.toname = props.at("resume:toname");
+    r.fromname = props.at("resume:fromname");
+    r.offset = std::stoull(props.at("resume:offset"));
+  } catch (const std::exception&) {
+    return Status::NotFound("no resumable receive state");
+  }
+  return r;
 }
 
 // ---------------------------------------------------------------------------------------

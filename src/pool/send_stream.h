@@ -21,7 +21,8 @@
 //
 // BEGIN's payload: u64 features, u64 toguid, u64 fromguid (0: a full stream), u64 volsize,
 // u32 volblocksize, u32 reserved, u64 creation (unix seconds), u32 n, then n bytes of JSON
-// {"toname": "pool/vol@b", "fromname": "pool/vol@a" or "", "props": {...}}.
+// {"toname": "pool/vol@b", "fromname": "pool/vol@a" or "", "props": {...}} (and, with the
+// resume feature, "resume_offset": N).
 //
 // A reader checks the magic and version before anything else (a newer stream is refused
 // by its version, whatever its header holds), then each header's checksum and sequence
@@ -50,7 +51,10 @@ inline constexpr uint64_t kStreamVersion = 1;
 inline constexpr size_t kRecordHeaderSize = 64;
 // BEGIN feature bits. A reader refuses a bit it does not know.
 inline constexpr uint64_t kFeatureCompressed = 1;  // WRITE payloads may be compressed (-c)
-inline constexpr uint64_t kKnownFeatures = kFeatureCompressed;
+// A resumed stream (send -t): its records start at resume_offset, for a receiver holding
+// the partial state of the same stream up to there.
+inline constexpr uint64_t kFeatureResume = 2;
+inline constexpr uint64_t kKnownFeatures = kFeatureCompressed | kFeatureResume;
 // Payloads past these are refused before they are read (a damaged length allocates nothing).
 inline constexpr uint64_t kMaxBeginPayload = 1 << 20;
 inline constexpr uint64_t kMaxWritePayload = 128 * 1024;
@@ -67,11 +71,27 @@ struct StreamBegin {
   std::string toname;    // "pool/vol@b"
   std::string fromname;  // "pool/vol@a", empty for a full stream
   std::map<std::string, std::string> props;
+  uint64_t resume_offset = 0;  // kFeatureResume: the first volume byte the records cover
   bool incremental() const { return fromguid != 0; }
+  bool resumed() const { return (features & kFeatureResume) != 0; }
 };
 
 std::vector<uint8_t> EncodeBeginPayload(const StreamBegin& b);
 Result<StreamBegin> DecodeBeginPayload(std::span<const uint8_t> in);
+
+// Where a partial `zfs receive -s` stopped: what `zfs get receive_resume_token` shows,
+// encoded, and `zfs send -t` takes. Token: "1-" then the hex of a JSON object.
+struct ResumeState {
+  uint64_t toguid = 0, fromguid = 0;
+  std::string toname, fromname;
+  uint64_t offset = 0;  // the first volume byte not yet received
+};
+std::string EncodeResumeToken(const ResumeState& r);
+Result<ResumeState> DecodeResumeToken(const std::string& token);
+// As a partial receive's hidden dataset stores it (properties "resume:*"); nullopt-like
+// NotFound when `props` hold none.
+std::map<std::string, std::string> ResumeProps(const ResumeState& r);
+Result<ResumeState> ResumeFromProps(const std::map<std::string, std::string>& props);
 
 // One record as read. WRITE: offset, length = lsize, comp, payload (psize bytes). FREE:
 // offset, length.

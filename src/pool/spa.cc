@@ -79,6 +79,7 @@
 
 #include "pool/memory_bounds.h"
 #include "pool/pool_impl.h"
+#include "pool/send_stream.h"
 #include "pool/zvol_device.h"
 #include "util/size.h"
 
@@ -695,6 +696,11 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
       d.used += d.usedbysnapshots;
     }
     d.origin = v->synced_phys().origin;
+    if (auto h = impl_->volumes.find(n + "%recv"); h != impl_->volumes.end()) {
+      if (auto r = ResumeFromProps(h->second->phys().props); r.ok()) {
+        d.props["receive_resume_token"] = EncodeResumeToken(*r);  // receive -s (receive.cc)
+      }
+    }
     d.props["written"] = std::to_string(d.written);
     d.props["usedbysnapshots"] = std::to_string(d.usedbysnapshots);
     d.props["usedbydataset"] = std::to_string(d.referenced);

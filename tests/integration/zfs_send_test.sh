@@ -10,6 +10,9 @@
 #      mount, so a receive without -F is refused; the incremental stream cut at several
 #      points is refused each time with B unchanged (-F's rollback included); then
 #      send -i | recv -F through a pipe; on B manifest 2 verifies;
+#   3b. the incremental stream received with -s into another volume, cut at random points
+#      and resumed each time from its token (send -t): identical to the unbroken receive;
+#      -A discards a partial state;
 #   4. bad input: an empty stdin, the same stream again, a stream from a newer version: one
 #      error each, B unchanged.
 source "$(dirname "$0")/lib.sh"
@@ -125,6 +128,34 @@ timeout 30 "$VOLSTACK" zfs send -i pa/vol@1 pa/vol@2 | timeout 30 "$VOLSTACK" zf
   2>"$T/recv.err" || fail "send | recv: $(cat "$T/recv.err")"
 grep -q "receiving incremental stream of pa/vol@2 into pb/vol@2" "$T/recv.err" ||
   fail "recv -v: $(cat "$T/recv.err")"
+
+# 3b. Resumable: @1 -> @2 into pb/res (recv -s), cut at random points, resumed each time
+# from its receive_resume_token (send -t): the result is byte for byte pb/vol's.
+timeout 20 "$VOLSTACK" zfs recv pb/res <"$T/full.stream"
+cp "$T/incr.stream" "$T/next.stream"
+for i in 1 2 3 4 5; do
+  n=$(stat -c %s "$T/next.stream")
+  [ "$n" -gt 400 ] || break
+  cut=$((300 + RANDOM * 32768 % (n - 300) / 32768 + RANDOM % 1000))
+  [ "$cut" -lt "$n" ] || cut=$((n - 1))
+  expect_fail timeout 20 "$VOLSTACK" zfs recv -s pb/res < <(head -c "$cut" "$T/next.stream")
+  token=$(vs zfs get -H -o value receive_resume_token pb/res)
+  [ "${token:0:2}" = "1-" ] || fail "no resume token after a cut at $cut: $(cat "$T/expect_fail.err")"
+  timeout 20 "$VOLSTACK" zfs send -t "$token" >"$T/next.stream"
+done
+timeout 20 "$VOLSTACK" zfs recv -s pb/res <"$T/next.stream" || fail "the resumed receive"
+[ "$(vs zfs get -H -o value receive_resume_token pb/res)" = "-" ] || fail "a token after the end"
+cmp <(timeout 20 "$VOLSTACK" lvm-cat pb/res) <(timeout 20 "$VOLSTACK" lvm-cat pb/vol) ||
+  fail "the resumed receive differs from the unbroken one"
+# A partial state refuses a plain receive until -A discards it.
+vs zfs destroy -r pb/res
+expect_fail vs zfs recv -s pb/res < <(head -c 20000 "$T/full.stream")
+grep -q "zfs send -t 1-" "$T/expect_fail.err" || fail "recv -s: $(cat "$T/expect_fail.err")"
+expect_fail vs zfs recv pb/res <"$T/full.stream"
+grep -q "partially-complete state" "$T/expect_fail.err" || fail "$(cat "$T/expect_fail.err")"
+vs zfs recv -A pb/res
+timeout 20 "$VOLSTACK" zfs recv pb/res <"$T/full.stream" || fail "receive after -A"
+vs zfs destroy -r pb/res
 
 # 4. Bad input: one error each, nothing changed.
 before=$(snapshots_of_b)
