@@ -368,6 +368,38 @@ TEST(SendTest, ResumableReceiveAfterCuts) {
   ExpectConsistent(*s.b.pool);
 }
 
+// What a crash in the middle of a plain receive leaves (a hidden dataset, no resume state)
+// survives an import unseen and is destroyed by the next receive into that target.
+TEST(SendTest, CrashLeftoverIsReplaced) {
+  Scenario s;
+  auto cut = s.full;
+  cut.resize(cut.size() / 2);
+  ASSERT_FALSE(ReceiveBuffer(*s.b.pool, cut, {.target = "dst/copy", .resumable = true}).ok());
+  {
+    // As if the receive had not been -s: the same hidden dataset without its resume state.
+    std::lock_guard l(s.b.pool->impl()->mu);
+    auto& v = s.b.pool->impl()->volumes.at("dst/copy%recv");
+    auto props = v->phys().props;
+    std::erase_if(props, [](const auto& kv) { return kv.first.rfind("resume:", 0) == 0; });
+    v->SetProps(props);
+    s.b.pool->impl()->mos_dirty = true;
+  }
+  ASSERT_TRUE(s.b.pool->Close().ok());
+  PoolImportOptions io;
+  io.tuning = TestTuning();
+  auto again = Pool::Import(s.b.devs, io);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  s.b.pool = *again;
+  EXPECT_TRUE(HasHidden(*s.b.pool));
+  EXPECT_FALSE(s.b.pool->GetDataset("dst/copy").ok());
+  EXPECT_EQ(s.b.pool->ListDatasets().size(), 1u);  // the root only
+  auto r = ReceiveBuffer(*s.b.pool, s.full, {.target = "dst/copy"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(ReadAll(*s.b.pool, "dst/copy@1"), s.at1);
+  EXPECT_FALSE(HasHidden(*s.b.pool));
+  ExpectConsistent(*s.b.pool);
+}
+
 TEST(SendTest, ParserFuzzSmoke) {
   Scenario s;
   EXPECT_EQ(FuzzSendStream(s.incr.data(), s.incr.size()), 0);
