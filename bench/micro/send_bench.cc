@@ -9,6 +9,9 @@
 //                against sequential 1 MiB writes of the same bytes into a new volume there,
 //                each ending in a commit; alternating, the volume destroyed between passes.
 //                Counters: ref_MBps, recv_MBps, ratio (recv / ref: target >= 0.8).
+//   SendRecvPipe send | receive between two pools through a pipe against cp of a file of the
+//                same size (and fdatasync, as the receive ends in a commit). Counters:
+//                cp_MBps, pipe_MBps, ratio (pipe / cp: target >= 0.6).
 //   Incremental  after 1% of the volume's blocks (16 KiB each, at random) changed and a
 //                second snapshot: an incremental send against a full send of the second
 //                snapshot. Counters: read_ratio (pool bytes read, incremental / full: ~0.01),
@@ -27,6 +30,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bdev/file_device.h"
@@ -51,7 +55,7 @@ std::string Path(const std::string& n) {
 }
 
 void Cleanup() {
-  for (const char* n : {"a", "b", "stream"}) ::unlink(Path(n).c_str());
+  for (const char* n : {"a", "b", "stream", "copy"}) ::unlink(Path(n).c_str());
 }
 
 void Die(const std::string& what) {
@@ -191,6 +195,79 @@ void Receive(benchmark::State& state) {
   state.counters["ratio"] = ref_s / recv_s;
 }
 BENCHMARK(Receive)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+
+// send | receive between two pools through a pipe (two threads, as two processes would
+// be) against cp of a file of the same size to another file, ending in fdatasync as the
+// receive ends in a commit.
+void SendRecvPipe(benchmark::State& state) {
+  Setup& s = TheSetup();
+  auto b = NewPool("b", s.size * 3 + 512 * kMiB);
+  {
+    const int f = ::open(Path("stream").c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    std::vector<uint8_t> d(kMiB);
+    std::mt19937_64 rng(5);
+    for (uint64_t o = 0; o < s.size; o += kMiB) {
+      for (auto& x : d) x = static_cast<uint8_t>(rng());
+      if (::write(f, d.data(), d.size()) != ssize_t(d.size())) Die("write file");
+    }
+    ::fsync(f);
+    ::close(f);
+  }
+  double ref_s = 0, pipe_s = 0;
+  std::vector<uint8_t> buf(kMiB);
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    {
+      const int in = ::open(Path("stream").c_str(), O_RDONLY);
+      const int out = ::open(Path("copy").c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+      for (;;) {
+        const ssize_t n = ::read(in, buf.data(), buf.size());
+        if (n <= 0) break;
+        if (::write(out, buf.data(), size_t(n)) != n) Die("cp");
+      }
+      ::fdatasync(out);
+      ::close(in);
+      ::close(out);
+    }
+    auto t1 = Clock::now();
+    {
+      int fds[2];
+      if (::pipe(fds) != 0) Die("pipe");
+      std::thread sender([&] {
+        SendTo(*s.a, {.snapshot = "src/v@1"}, [&](std::span<const uint8_t> rec) {
+          size_t done = 0;
+          while (done < rec.size()) {
+            const ssize_t n = ::write(fds[1], rec.data() + done, rec.size() - done);
+            if (n <= 0) return Status::IoError("pipe write");
+            done += size_t(n);
+          }
+          return Status::Ok();
+        });
+        ::close(fds[1]);
+      });
+      pool::StreamReader reader([&](uint8_t* dst, size_t n) -> Result<size_t> {
+        const ssize_t r = ::read(fds[0], dst, n);
+        if (r < 0) return Status::IoError("pipe read");
+        return size_t(r);
+      });
+      auto r = pool::Receive(*b, {.target = "dst/r"}, reader);
+      sender.join();
+      ::close(fds[0]);
+      if (!r.ok()) Die(r.status().ToString());
+    }
+    auto t2 = Clock::now();
+    ref_s += Seconds(t0, t1);
+    pipe_s += Seconds(t1, t2);
+    if (!b->DestroySnapshot("dst/r@1").ok() || !b->DestroyVolume("dst/r").ok()) Die("destroy");
+    for (int i = 0; i < 3; i++) (void)b->Sync();
+  }
+  ::unlink(Path("copy").c_str());
+  const double bytes = double(s.size) * double(state.iterations());
+  state.counters["cp_MBps"] = bytes / ref_s / 1e6;
+  state.counters["pipe_MBps"] = bytes / pipe_s / 1e6;
+  state.counters["ratio"] = ref_s / pipe_s;
+}
+BENCHMARK(SendRecvPipe)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
 void Incremental(benchmark::State& state) {
   Setup& s = TheSetup();
