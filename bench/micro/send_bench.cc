@@ -55,7 +55,7 @@ std::string Path(const std::string& n) {
 }
 
 void Cleanup() {
-  for (const char* n : {"a", "b", "stream", "copy"}) ::unlink(Path(n).c_str());
+  for (const char* n : {"a", "b", "c", "stream", "copy"}) ::unlink(Path(n).c_str());
 }
 
 void Die(const std::string& what) {
@@ -201,7 +201,7 @@ BENCHMARK(Receive)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 // receive ends in a commit.
 void SendRecvPipe(benchmark::State& state) {
   Setup& s = TheSetup();
-  auto b = NewPool("b", s.size * 3 + 512 * kMiB);
+  auto b = NewPool("c", s.size * 3 + 512 * kMiB);
   {
     const int f = ::open(Path("stream").c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
     std::vector<uint8_t> d(kMiB);
