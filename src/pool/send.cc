@@ -138,14 +138,26 @@ class TreeSender {
       return Status::IoError(tree_.name + ": block pointer out of range: " + kids[i].ToString());
     }
     run_.resize(uint64_t{n} * vbs);
-    VS_RETURN_IF_ERROR(pool_.vdevs[d0.vdev]->device()->Read(d0.offset, run_));
-    for (uint32_t k = 0; k < n; k++) {
-      const BlockPtr& bp = kids[i + k];
-      if (ComputeChecksum(bp.cksum, std::span<const uint8_t>(run_).subspan(uint64_t{k} * vbs,
-                                                                           vbs)) != bp.checksum) {
-        pool_.vdevs[d0.vdev]->errors().checksum++;
-        return Status::Corruption(tree_.name + ": checksum mismatch in " + bp.ToString());
+    // Verified as the pool verifies any read (self-heal from another copy of a mirror).
+    HealCounts heal;
+    Status st = pool_.vdevs[d0.vdev]->ReadVerified(
+        d0.offset, run_,
+        [&](std::span<const uint8_t> b) {
+          for (uint32_t k = 0; k < n; k++) {
+            if (ComputeChecksum(kids[i + k].cksum, b.subspan(uint64_t{k} * vbs, vbs)) !=
+                kids[i + k].checksum) {
+              return false;
+            }
+          }
+          return true;
+        },
+        &heal);
+    if (heal.repaired_bytes > 0) pool_.healed_bytes += heal.repaired_bytes;
+    if (!st.ok()) {
+      if (st.IsCorruption()) {
+        return Status::Corruption(tree_.name + ": checksum mismatch in " + kids[i].ToString());
       }
+      return st;
     }
     stats_.bytes_read += run_.size();
     run_first_ = i;
