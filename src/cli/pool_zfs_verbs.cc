@@ -37,7 +37,8 @@ bool KnownZfsProp(const std::string& p) {
                                  "logicalused",   "written",        "usedbysnapshots",
                                  "usedbydataset", "origin",         "clones"};
   if (p == "compressratio" || p == "refcompressratio" || p == "logicalreferenced") return true;
-  return std::find(std::begin(kKnown), std::end(kKnown), p) != std::end(kKnown);
+  return p == "receive_resume_token" ||  // zfs receive -s (pool_zfs_send_verbs.cc)
+         std::find(std::begin(kKnown), std::end(kKnown), p) != std::end(kKnown);
 }
 
 bool IsBytesProp(const std::string& p) {
@@ -477,6 +478,8 @@ int ZfsInherit(Context& ctx, const std::string& prop, const std::string& name) {
 
 // snapshot, rollback, clone (pool_zfs_snapshot_verbs.cc).
 void RegisterZfsSnapshotVerbs(CLI::App& zfs, Context& ctx);
+// send, receive|recv (pool_zfs_send_verbs.cc).
+void RegisterZfsSendVerbs(CLI::App& zfs, Context& ctx);
 
 void RegisterZfsVerbs(CLI::App& app, Context& ctx) {
   CLI::App* zfs = app.add_subcommand("zfs", "Manage datasets and volumes of a pool");
@@ -547,6 +550,7 @@ void RegisterZfsVerbs(CLI::App& app, Context& ctx) {
     c->add_option("dataset", *name, "Dataset")->required();
   }
   RegisterZfsSnapshotVerbs(*zfs, ctx);
+  RegisterZfsSendVerbs(*zfs, ctx);
 }
 
 }  // namespace volstack::cli

@@ -44,7 +44,14 @@ std::vector<uint8_t> EncodeMos(const MosPhys& mos) {
   std::vector<uint8_t> out(24 + bps.size() * kBlkptrSize + text.size(), 0);
   const bool v3 = std::any_of(mos.datasets.begin(), mos.datasets.end(),
                               [](const auto& d) { return d.is_snapshot() || !d.origin.empty(); });
-  EncodeLE64(out.data(), mos.compressed ? kMosMagicV5 : v3 ? kMosMagic : kMosMagicV2);
+  const bool v4 = std::any_of(mos.datasets.begin(), mos.datasets.end(), [](const auto& d) {
+    return d.props.count("resume:toguid") > 0;  // a resumable partial receive (receive.cc)
+  });
+  // The version written is the highest one an active feature needs (mos_format.h).
+  EncodeLE64(out.data(), mos.compressed ? kMosMagicV5
+                         : v4           ? kMosMagicV4
+                         : v3           ? kMosMagic
+                                        : kMosMagicV2);
   EncodeLE64(out.data() + 8, mos.txg);
   EncodeLE32(out.data() + 16, static_cast<uint32_t>(bps.size()));
   EncodeLE32(out.data() + 20, static_cast<uint32_t>(text.size()));
@@ -62,7 +69,9 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
         "supported by this volstack, which reads version 2; recreate the pool");
   }
   const uint64_t magic = DecodeLE64(block.data());
-  if (magic != kMosMagic && magic != kMosMagicV2 && magic != kMosMagicV5) return bad("no magic");
+  if (magic != kMosMagicV5 && magic != kMosMagicV4 && magic != kMosMagic && magic != kMosMagicV2) {
+    return bad("no magic");
+  }
   MosPhys mos;
   mos.txg = DecodeLE64(block.data() + 8);
   const uint64_t nbp = DecodeLE32(block.data() + 16);

@@ -6,8 +6,9 @@
 //
 //   MOS block (psize rounded up to the vdev allocation unit):
 //   off      size      field
-//   0        8         magic ("SMOS\0\0\0" + format version byte: 2, or 3 once the pool
-//                      holds a snapshot or a clone)
+//   0        8         magic ("SMOS\0\0\0" + format version byte: 2; 3 once the pool
+//                      holds a snapshot or a clone; 4 with a resumable receive; 5 with
+//                      compressed blocks)
 //   8        8         txg that wrote it
 //   16       4         nbp: number of block pointers that follow
 //   20       4         json length n
@@ -49,10 +50,14 @@ namespace volstack::pool {
 // 3 adds snapshot entries and clones' "origin". A MOS is written as version 3 only while
 // the pool holds a snapshot or a clone (the feature is "active", as ZFS's feature flags
 // say), so a pool that never used them stays readable by a version-2 volstack.
+// 4 marks a pool holding the resume state of a partial `zfs receive -s` (a hidden dataset
+// with "resume:" properties: receive.cc), written only while one exists.
 // 5 adds compressed blocks (compress.h) and each dataset's "lused"; a MOS is written as
-// version 5 from the first compressed block on (MosPhys::compressed). 4 is send/receive's.
-inline constexpr uint64_t kMosMagicV5 = 0x05000053534f4d53ull;
-inline constexpr uint64_t kMosMagic = 0x03000053534f4d53ull;  // "SMOS\0\0\0\3"
+// version 5 from the first compressed block on (MosPhys::compressed).
+// Versions are ordered: a MOS is written as the highest version any active feature needs.
+inline constexpr uint64_t kMosMagicV5 = 0x05000053534f4d53ull;  // "SMOS\0\0\0\5"
+inline constexpr uint64_t kMosMagicV4 = 0x04000053534f4d53ull;  // "SMOS\0\0\0\4"
+inline constexpr uint64_t kMosMagic = 0x03000053534f4d53ull;    // "SMOS\0\0\0\3"
 inline constexpr uint64_t kMosMagicV2 = 0x02000053534f4d53ull;
 inline constexpr uint64_t kMosMagicV1 = 0x01000053534f4d53ull;
 inline constexpr uint64_t kSpaceMapMagic = 0x01504d4150535356ull;  // "VSSPMAP\1"

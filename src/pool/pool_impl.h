@@ -161,9 +161,14 @@ class PoolImpl {
   // Snapshot operations queued for the next commit, which does them all in its one txg:
   // destroys and rollbacks before the volumes' trees are written, creates after.
   struct SnapOp {
-    enum class Kind { kCreate, kDestroy, kRollback } kind;
-    std::string name;  // the snapshot ("pool/vol@snap")
-    uint64_t id = 0;   // kCreate: its directory id
+    // kRecvApply (receive.cc): volume `name`'s tree becomes `source`'s (a received hidden
+    // dataset, already out of `volumes`), its blocks born after `txg` freed as by a rollback.
+    enum class Kind { kCreate, kDestroy, kRollback, kRecvApply } kind;
+    std::string name;   // the snapshot ("pool/vol@snap"); kRecvApply: the volume
+    uint64_t id = 0;    // kCreate: its directory id
+    uint64_t guid = 0;  // kCreate: its guid (a received snapshot keeps the sender's); 0: new
+    uint64_t txg = 0;   // kRecvApply: the received stream's origin snapshot's txg
+    std::shared_ptr<Volume> source = nullptr;  // kRecvApply
   };
   std::vector<SnapOp> pending_snap_ops;  // GUARDED_BY(mu)
   // One snapshot operation (checks, queue, commit) at a time, so what one checked still

@@ -267,6 +267,22 @@ Status PoolImpl::SnapshotsBeforeTrees(SyncContext& ctx, const std::vector<SnapOp
       const DatasetPhys s = snap->synced_phys();
       VS_RETURN_IF_ERROR(DiffTrees(*this, head->synced_phys(), BlockPtr{}, 0, s.create_txg, free));
       head->ResetTreeLocked(s);
+    } else if (op.kind == SnapOp::Kind::kRecvApply) {
+      // As a rollback to the stream's origin, then the received tree in the head's place:
+      // the source's blocks born after the origin are its own, now the head's.
+      std::shared_ptr<Volume> head;
+      {
+        std::lock_guard l(mu);
+        auto h = volumes.find(op.name);
+        if (h == volumes.end()) return Status::NotFound("receive: '" + op.name + "' is gone");
+        head = h->second;
+      }
+      head->DropEarlyLocked();
+      head->FinishSync(released);
+      op.source->DropEarlyLocked();
+      op.source->FinishSync(released);
+      VS_RETURN_IF_ERROR(DiffTrees(*this, head->synced_phys(), BlockPtr{}, 0, op.txg, free));
+      head->ResetTreeLocked(op.source->synced_phys());
     }
   }
   return Status::Ok();
@@ -286,7 +302,7 @@ void PoolImpl::SnapshotsAfterTrees(SyncContext& ctx, const std::vector<SnapOp>& 
     DatasetPhys p = head->synced_phys();
     p.name = op.name;
     p.id = op.id;
-    p.guid = NewGuid();
+    p.guid = op.guid != 0 ? op.guid : NewGuid();
     p.create_txg = ctx.txg;
     p.zil = ZilHeaderPhys{};
     p.origin.clear();

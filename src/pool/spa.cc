@@ -83,6 +83,7 @@
 
 #include "pool/memory_bounds.h"
 #include "pool/pool_impl.h"
+#include "pool/send_stream.h"
 #include "pool/zvol_device.h"
 #include "util/size.h"
 
@@ -732,6 +733,7 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
   root.available = avail;
   root.creation_time = impl_->create_time;
   for (auto& [n, v] : impl_->volumes) {
+    if (n.find('%') != std::string::npos) continue;  // a receive in progress (receive.cc)
     out.push_back(VolumeInfo(*impl_, *v, avail));
     DatasetInfo& d = out.back();
     d.written = d.referenced;
@@ -746,6 +748,11 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
     d.props["logicalused"] = std::to_string(logical_used);
     d.props["compressratio"] = CompressRatio(logical_used, d.referenced + d.usedbysnapshots);
     d.origin = v->synced_phys().origin;
+    if (auto h = impl_->volumes.find(n + "%recv"); h != impl_->volumes.end()) {
+      if (auto r = ResumeFromProps(h->second->phys().props); r.ok()) {
+        d.props["receive_resume_token"] = EncodeResumeToken(*r);  // receive -s (receive.cc)
+      }
+    }
     d.props["written"] = std::to_string(d.written);
     d.props["usedbysnapshots"] = std::to_string(d.usedbysnapshots);
     d.props["usedbydataset"] = std::to_string(d.referenced);

@@ -46,8 +46,12 @@ Status CheckDatasets(const MosPhys& mos, const std::string& pool) {
     auto bad = [&](const std::string& why) {
       return Status::Corruption("MOS: dataset '" + d.name + "': " + why);
     };
+    // A receive in progress is "pool/vol%recv" (receive.cc), a volume's name and a suffix.
+    const bool recv =
+        !d.is_snapshot() && d.name.size() > 5 && d.name.compare(d.name.size() - 5, 5, "%recv") == 0;
     const Status name_ok =
-        d.is_snapshot() ? ValidateSnapshotName(d.name) : ValidateDatasetName(d.name);
+        d.is_snapshot() ? ValidateSnapshotName(d.name)
+                        : ValidateDatasetName(recv ? d.name.substr(0, d.name.size() - 5) : d.name);
     if (!name_ok.ok() || d.name.substr(0, d.name.find('/')) != pool) return bad("invalid name");
     if (d.is_snapshot() && !d.zil.empty()) return bad("a snapshot with an intent log");
     if (!names.insert(d.name).second || !ids.insert(d.id).second) return bad("listed twice");

@@ -130,6 +130,9 @@ class Volume {
   // A snapshot's properties (its holds): a snapshot has no tree commits, so the entry the
   // MOS records changes at once (the pool's mu held; the caller commits).
   void SetSnapshotProps(std::map<std::string, std::string> props);
+  // A received hidden dataset becomes the volume `name` (receive.cc; the pool's mu held,
+  // the caller commits).
+  void RenameLocked(const std::string& name);
 
   // Where a read last found block `blkid`'s pointer, as a number (l1_hints_): the address
   // of its PackedBlockPtr, what PrefetchPointer loads. 0 if no read has noted an L1 block

@@ -1,0 +1,253 @@
+// zfs send and zfs receive|recv: a volume snapshot as a stream on stdout, and back from
+// stdin. The engine (and its theory) is src/pool/send.cc and receive.cc; the stream format
+// docs/format/send.md. Exit codes as zfs: 2 for a usage error, 1 for a failure; a failed
+// receive leaves the target as it was.
+//
+// In the daemon, stdin and stdout are the client's own (stack/control_socket.h), so a
+// send from a volume in use (bound, served, an active PV) reads its snapshot beside the
+// live writes; a receive into a volume in use is refused, as zfs rollback is.
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/device_usage.h"
+#include "cli/pool_common.h"
+#include "cli/verbs.h"
+#include "pool/send.h"
+#include "stack/stack.h"
+
+namespace volstack::cli {
+
+namespace {
+
+std::string PoolPart(const std::string& name) {
+  return name.substr(0, std::min(name.find('/'), name.find('@')));
+}
+
+Status WriteAllFd(int fd, std::span<const uint8_t> data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno(errno, "cannot write the stream to standard output");
+    data = data.subspan(static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
+struct SendArgs {
+  bool verbose = false, parsable = false, dry_run = false;
+  std::string incr, intermediates, token;
+  std::string snapshot;
+};
+
+int ZfsSend(Context& ctx, const SendArgs& in) {
+  SendArgs a = in;
+  pool::SendOptions o;
+  if (!a.token.empty()) {
+    // -t: the snapshots, origin and offset come from the receiver's token.
+    if (!a.snapshot.empty() || !a.incr.empty() || !a.intermediates.empty()) {
+      return ReportUsage("zfs send: -t takes no snapshot and no -i or -I");
+    }
+    auto t = pool::SendOptionsFromToken(a.token);
+    if (!t.ok()) return ReportUsage("zfs send: " + t.status().message());
+    o = *t;
+    a.snapshot = o.snapshot;
+  }
+  if (!a.incr.empty() && !a.intermediates.empty()) {
+    return ReportUsage("zfs send: -i and -I are exclusive");
+  }
+  if (Status st = pool::ValidateSnapshotName(a.snapshot); !st.ok()) {
+    return ReportUsage("zfs send: " + st.message());
+  }
+  if (!a.dry_run && ::isatty(1)) {
+    return ReportUsage(
+        "zfs send: the stream cannot be written to a terminal: redirect "
+        "standard output");
+  }
+  if (a.token.empty()) {
+    o.snapshot = a.snapshot;
+    o.from = a.incr.empty() ? a.intermediates : a.incr;
+    o.intermediates = !a.intermediates.empty();
+  }
+  auto p = poolcli::OpenPool(ctx, PoolPart(a.snapshot), false);
+  if (!p.ok()) return ReportFailure(p.status());
+  const bool report = a.verbose || a.parsable || a.dry_run;
+  if (report) {
+    // The estimate is a dry run: the metadata walk, no data read, and exact.
+    pool::SendOptions dry = o;
+    dry.dry_run = true;
+    auto est = pool::Send(**p, dry, {});
+    if (!est.ok()) return ReportFailure(est.status());
+    if (ctx.global.json && a.dry_run) {
+      nlohmann::json j{{"snapshot", a.snapshot},
+                       {"size", est->stream_bytes},
+                       {"data", est->data_bytes},
+                       {"read", est->bytes_read}};
+      j["parts"] = nlohmann::json::array();
+      for (const auto& part : est->parts) {
+        j["parts"].push_back({{"from", part.from}, {"to", part.to}, {"size", part.stream_bytes}});
+      }
+      std::printf("%s\n", j.dump().c_str());
+      return kExitOk;
+    }
+    // zfs's wording (-v) or its tab-separated lines (-P), on stderr: stdout is the stream.
+    for (const auto& part : est->parts) {
+      if (a.parsable) {
+        if (part.from.empty()) {
+          std::fprintf(stderr, "full\t%s\t%llu\n", part.to.c_str(),
+                       static_cast<unsigned long long>(part.stream_bytes));
+        } else {
+          std::fprintf(stderr, "incremental\t%s\t%s\t%llu\n", part.from.c_str(), part.to.c_str(),
+                       static_cast<unsigned long long>(part.stream_bytes));
+        }
+      } else {
+        std::fprintf(stderr, "%s send of %s%s estimated size is %s\n",
+                     part.from.empty() ? "full" : "incremental", part.to.c_str(),
+                     part.from.empty() ? "" : (" from " + part.from).c_str(),
+                     poolcli::Bytes(part.stream_bytes, false).c_str());
+      }
+    }
+    if (a.parsable) {
+      std::fprintf(stderr, "size\t%llu\n", static_cast<unsigned long long>(est->stream_bytes));
+    } else {
+      std::fprintf(stderr, "total estimated size is %s\n",
+                   poolcli::Bytes(est->stream_bytes, false).c_str());
+    }
+    if (a.dry_run) return kExitOk;
+  }
+  std::fflush(stdout);
+  const auto start = std::chrono::steady_clock::now();
+  auto last = start;
+  auto sent = pool::Send(
+      **p, o, [](std::span<const uint8_t> rec) { return WriteAllFd(1, rec); },
+      [&](uint64_t bytes) {
+        if (!a.verbose) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last < std::chrono::seconds(1)) return;
+        last = now;
+        std::fprintf(stderr, "%s\t%s\n", poolcli::Bytes(bytes, false).c_str(), a.snapshot.c_str());
+      });
+  if (!sent.ok()) return ReportFailure(sent.status());
+  if (a.verbose) {
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "sent %s in %.2f seconds (read %s from the pool)\n",
+                 poolcli::Bytes(sent->stream_bytes, false).c_str(), secs,
+                 poolcli::Bytes(sent->bytes_read, false).c_str());
+  }
+  return kExitOk;
+}
+
+struct RecvArgs {
+  bool force = false, unmounted = false, verbose = false, resumable = false, abort = false;
+  std::vector<std::string> opts;
+  std::string target;
+};
+
+int ZfsReceive(Context& ctx, const RecvArgs& a) {
+  const std::string volume = a.target.substr(0, a.target.find('@'));
+  if (Status st = pool::ValidateDatasetName(volume); !st.ok()) {
+    if (st.code() == EINVAL) return ReportUsage("zfs receive: " + st.message());
+    return ReportFailure(st);
+  }
+  if (a.abort) {
+    auto p = poolcli::OpenPool(ctx, PoolPart(a.target), false);
+    if (!p.ok()) return ReportFailure(p.status());
+    if (Status st = pool::AbortReceive(**p, volume); !st.ok()) return ReportFailure(st);
+    return kExitOk;
+  }
+  if (a.target.find('@') != std::string::npos) {
+    if (Status st = pool::ValidateSnapshotName(a.target); !st.ok()) {
+      return ReportUsage("zfs receive: " + st.message());
+    }
+  }
+  pool::ReceiveOptions o;
+  o.target = a.target;
+  o.force = a.force;
+  o.resumable = a.resumable;
+  for (const auto& s : a.opts) {
+    auto kv = poolcli::SplitProp(s);
+    if (!kv.ok()) return ReportUsage("zfs receive: " + kv.status().message());
+    if (!o.props.emplace(kv->first, kv->second).second) {
+      return ReportUsage("zfs receive: property '" + kv->first + "' specified multiple times");
+    }
+  }
+  if (::isatty(0)) {
+    return ReportUsage(
+        "zfs receive: the stream cannot be read from a terminal: redirect "
+        "standard input");
+  }
+  auto p = poolcli::OpenPool(ctx, PoolPart(a.target), false);
+  if (!p.ok()) return ReportFailure(p.status());
+  if ((*p)->GetDataset(volume).ok()) {
+    // The same rules as zfs rollback: bound to a loop, open, served, an active PV: refused.
+    if (Status busy = CheckNotInUse(ctx, {volume}); !busy.ok()) {
+      std::fprintf(stderr, "volstack: cannot receive into '%s': dataset is busy (%s)\n",
+                   volume.c_str(), busy.message().c_str());
+      return kExitFailure;
+    }
+    ctx.stack().Release({volume});
+  }
+  pool::StreamReader reader([](uint8_t* dst, size_t n) -> Result<size_t> {
+    for (;;) {
+      const ssize_t r = ::read(0, dst, n);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return Status::FromErrno(errno, "cannot read the stream from standard input");
+      return static_cast<size_t>(r);
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto r = pool::Receive(**p, o, reader, [&](const pool::StreamBegin& b) {
+    if (!a.verbose) return;
+    std::fprintf(stderr, "receiving %s stream of %s into %s%s\n",
+                 b.incremental() ? "incremental" : "full", b.toname.c_str(), volume.c_str(),
+                 b.toname.substr(b.toname.find('@')).c_str());
+  });
+  if (!r.ok()) return ReportFailure(r.status());
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (ctx.global.json) {
+    nlohmann::json j{{"snapshots", r->snapshots}, {"size", r->stream_bytes}, {"seconds", secs}};
+    std::printf("%s\n", j.dump().c_str());
+  } else if (a.verbose) {
+    std::fprintf(stderr, "received %s stream in %.2f seconds\n",
+                 poolcli::Bytes(r->stream_bytes, false).c_str(), secs);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterZfsSendVerbs(CLI::App& zfs, Context& ctx) {
+  {
+    auto a = std::make_shared<SendArgs>();
+    auto* c = AddVerb(zfs, ctx, "send", "Write a snapshot as a stream to standard output",
+                      [&ctx, a] { return ZfsSend(ctx, *a); });
+    c->add_flag("-v", a->verbose, "Print the estimate and progress on stderr");
+    c->add_flag("-P", a->parsable, "Print the estimate as tab-separated lines on stderr");
+    c->add_flag("-n", a->dry_run, "Dry run: print the estimate, send nothing");
+    c->add_option("-i", a->incr, "Incremental from this snapshot (@a or pool/vol@a)");
+    c->add_option("-I", a->intermediates, "Incremental, with every snapshot in between");
+    c->add_option("-t", a->token, "Resume: the receive_resume_token of a partial receive -s");
+    c->add_option("snapshot", a->snapshot, "pool/vol@snap");
+  }
+  {
+    auto a = std::make_shared<RecvArgs>();
+    auto* c = AddVerb(zfs, ctx, "receive", "Create a snapshot from a stream on standard input",
+                      [&ctx, a] { return ZfsReceive(ctx, *a); });
+    c->alias("recv");
+    c->add_flag("-F", a->force, "Roll the target back to the stream's origin first");
+    c->add_flag("-u", a->unmounted, "Do not mount (volumes are never mounted)");
+    c->add_flag("-v", a->verbose, "Print what is received on stderr");
+    c->add_flag("-s", a->resumable,
+                "Resumable: a broken stream leaves its partial state (receive_resume_token)");
+    c->add_flag("-A", a->abort, "Abort a partial receive -s into the target");
+    c->add_option("-o", a->opts, "property=value")->allow_extra_args(false);
+    c->add_option("target", a->target, "pool/vol or pool/vol@snap")->required();
+  }
+}
+
+}  // namespace volstack::cli
