@@ -312,10 +312,10 @@ void RandWrite4KNoFlush(benchmark::State& state) {
     const double c0 = ProcessCpu();
     ref_cpu += c0 - r0;
     for (const uint64_t off : offs) {
-      if (auto st = pv.dev->Write(off, d); !st.ok()) Die(st.ToString());
+      if (auto st = pv.dev->Write(off, d); !st.ok()) Die("write: " + st.ToString());
     }
     const auto t3 = Clock::now();
-    if (auto st = pv.dev->Flush(); !st.ok()) Die(st.ToString());
+    if (auto st = pv.dev->Flush(); !st.ok()) Die("flush: " + st.ToString());
     const auto t4 = Clock::now();
     pool_cpu += ProcessCpu() - c0;
     ref_write_s += Seconds(t0, t1);

@@ -218,6 +218,11 @@ class PoolImpl {
   std::atomic<bool> heap_to_trim{false};
   void TrimHeap();
   std::atomic<uint64_t> free_bytes{0};  // allocatable now (excludes deferred frees)
+  // Of free_bytes, what whole kIndirectBlockSize runs hold (the free sets' unit_bytes):
+  // the room for indirect blocks and for data blocks of 16 KiB and up, which small frees
+  // can cut up while free_bytes stays high (ReserveDirty). Kept by NoteFreeRunsLocked.
+  std::atomic<uint64_t> free_run_bytes{0};
+  void NoteFreeRunsLocked();  // sync_mu held (or the pool not yet shared), after free changes
   // Small frees cut the free space into holes too short for an indirect block (16 KiB in
   // one piece), which a commit must find for every dirty L1 block and more. Small data
   // blocks go into those holes, instead of cutting up whole runs, once the bytes in whole

@@ -306,6 +306,16 @@ Result<DirtyReservation> PoolImpl::ReserveDirty(Volume* vol, uint64_t bytes) {
       SaturatingAdd(pending - std::min(pending, covered) + meta, unused_reservation.load());
   if (covered < own) need = SaturatingAdd(need, slop);
   if (free_bytes.load() < need) return Status::NoSpace("pool " + name + ": out of space");
+  // Bytes are not enough: the commit needs whole runs for the indirect blocks and, for a
+  // volume of 16 KiB blocks or more, for the data too (every volume's pending data is
+  // counted: which of it is small is not tracked). Small frees elsewhere can cut the free
+  // space into holes none of those fit in; the commit would fail and suspend the pool.
+  // (A run of 16 KiB does not hold a larger block: those can still find none.)
+  const uint64_t need_runs =
+      vbs >= kIndirectBlockSize ? pending + meta + (covered < own ? slop : 0) : meta;
+  if (free_run_bytes.load() < need_runs) {
+    return Status::NoSpace("pool " + name + ": out of space (free space too fragmented)");
+  }
   reserved_bytes += bytes;
   vol->reserved += bytes;
   return DirtyReservation(this, vol, bytes);

@@ -91,6 +91,7 @@ void ResetSpace(PoolImpl& p) {
     total += v->alloc_end() - v->alloc_start();
   }
   p.free_bytes = total;
+  p.NoteFreeRunsLocked();
 }
 }  // namespace
 
@@ -242,6 +243,7 @@ Status PoolImpl::LoadFrom(const Uberblock& ub) {
   for (const auto& d : mos.datasets) VS_RETURN_IF_ERROR(zil->Claim(d, free));
   for (auto& f : free) total_free += f.total();
   free_bytes = total_free;
+  NoteFreeRunsLocked();
   for (const auto& d : mos.datasets) {
     if (!d.root.IsHole()) {
       std::vector<uint8_t> buf(kIndirectBlockSize);

@@ -129,6 +129,7 @@ Result<Dva> PoolImpl::AllocateLocked(uint64_t size) {
     if (!off) continue;
     VS_CHECK(free[v].Remove(*off, asz));
     free_bytes -= asz;
+    NoteFreeRunsLocked();
     cursor[v] = *off + asz;
     if (v != rotor) {
       rotor = v;
@@ -148,6 +149,12 @@ Result<Dva> PoolImpl::AllocateLocked(uint64_t size) {
   return Status::NoSpace("pool " + name + ": out of space");
 }
 
+void PoolImpl::NoteFreeRunsLocked() {
+  uint64_t runs = 0;
+  for (const RangeSet& f : free) runs += f.unit_bytes();
+  free_run_bytes = runs;
+}
+
 uint64_t PoolImpl::RunsLowWater() const {
   // Twice the indirect blocks the dirty data may need, with room for the space map and MOS,
   // and the slop: while the runs hold more, small blocks are placed next-fit as any other,
@@ -159,6 +166,7 @@ uint64_t PoolImpl::RunsLowWater() const {
 void PoolImpl::ReleaseLocked(const Dva& dva) {
   VS_CHECK(free[dva.vdev].Add(dva.offset, dva.asize()));
   free_bytes += dva.asize();
+  NoteFreeRunsLocked();
   const auto run = free[dva.vdev].RangeAt(dva.offset);
   VS_CHECK(run.has_value());
   uint64_t& c = cursor[dva.vdev];

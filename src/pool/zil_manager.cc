@@ -112,6 +112,7 @@ void ZilManager::RefillLocked(bool active) {
       }
       reserve_[v].Clear();
     }
+    p.NoteFreeRunsLocked();
     return;
   }
   const uint64_t total = p.total_size();
@@ -146,6 +147,7 @@ void ZilManager::RefillLocked(bool active) {
     VS_CHECK(reserve_[v].Add(*off, chunk));
     have += chunk;
   }
+  p.NoteFreeRunsLocked();
   rotor_ = v;
 }
 
