@@ -23,31 +23,11 @@ namespace {
 using testing::ExpectConsistent;
 using testing::kMiB;
 using testing::Pattern;
+using testing::Random;
 using testing::TestTuning;
+using testing::Text;
 
 constexpr uint32_t kVbs = 16384;
-
-// Text that lz4 and zstd shrink to well under half (never a whole block of zeroes).
-std::vector<uint8_t> Text(size_t n, uint64_t seed) {
-  static const char* kWords[] = {"volume ", "pool ", "block ", "pointer ", "checksum ",
-                                 "txg ",    "zfs ",  "lz4 ",   "zstd ",    "\n"};
-  std::mt19937_64 rng(seed);
-  std::vector<uint8_t> out;
-  while (out.size() < n) {
-    const char* w = kWords[rng() % 10];
-    out.insert(out.end(), w, w + std::strlen(w));
-  }
-  out.resize(n);
-  return out;
-}
-
-// Bytes no codec shrinks (Pattern's are odd: 7 bits of entropy, which zstd finds).
-std::vector<uint8_t> Random(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<uint8_t> v(n);
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
 
 // 1 MiB of text, 1 MiB of random bytes, 1 MiB of zeroes, 1 MiB of blocks 3/4 random and
 // 1/4 text.

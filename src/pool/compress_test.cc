@@ -11,30 +11,14 @@
 #include <vector>
 
 #include "pool/mos_format.h"
+#include "pool/test_util.h"
 #include "util/coding.h"
 
 namespace volstack::pool {
 namespace {
 
-std::vector<uint8_t> Text(size_t n, uint64_t seed) {
-  static const char* kWords[] = {"volume ", "pool ", "block ", "pointer ", "checksum ",
-                                 "txg ",    "zfs ",  "lz4 ",   "zstd ",    "\n"};
-  std::mt19937_64 rng(seed);
-  std::vector<uint8_t> out;
-  while (out.size() < n) {
-    const char* w = kWords[rng() % 10];
-    out.insert(out.end(), w, w + std::strlen(w));
-  }
-  out.resize(n);
-  return out;
-}
-
-std::vector<uint8_t> Random(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<uint8_t> out(n);
-  for (auto& b : out) b = static_cast<uint8_t>(rng());
-  return out;
-}
+using testing::Random;
+using testing::Text;
 
 CompressionSetting Setting(const std::string& v) {
   auto s = ParseCompression(v);

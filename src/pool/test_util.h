@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -29,6 +30,28 @@ inline std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<uint8_t> v(n);
   for (auto& b : v) b = static_cast<uint8_t>(rng() | 1);
+  return v;
+}
+
+// Text that lz4 and zstd shrink to well under half (never a whole block of zeroes).
+inline std::vector<uint8_t> Text(size_t n, uint64_t seed) {
+  static const char* kWords[] = {"volume ", "pool ", "block ", "pointer ", "checksum ",
+                                 "txg ",    "zfs ",  "lz4 ",   "zstd ",    "\n"};
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> out;
+  while (out.size() < n) {
+    const char* w = kWords[rng() % 10];
+    out.insert(out.end(), w, w + std::strlen(w));
+  }
+  out.resize(n);
+  return out;
+}
+
+// Bytes no codec shrinks (Pattern's are odd: 7 bits of entropy, which zstd finds).
+inline std::vector<uint8_t> Random(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
   return v;
 }
 
