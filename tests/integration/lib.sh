@@ -108,3 +108,43 @@ lvm2_config_for() {
   for dev in "$@"; do filter+="\"a|^$dev\$|\", "; done
   LC=(--config "global{activation=0} devices{global_filter=[ ${filter}\"r|.*|\" ]}")
 }
+
+# A loop device bound to the volstack device $1 through devfs, XFS made on it and mounted at
+# $T/mnt, all undone at exit. Sets $loop.
+mount_new_xfs_on() {
+  loop=$(timeout -k 5 20 "$VOLSTACK" losetup -f --show "$1") || fail "losetup $1"
+  on_exit_detach_loop "$loop"
+  mkfs.xfs -q "$loop"
+  mkdir -p "$T/mnt"
+  mount "$loop" "$T/mnt"
+  on_exit_umount "$T/mnt"
+}
+
+# A writer adding files under $T/mnt until stop_manifest_writer. A file enters $T/manifest
+# (with its checksum) only after its fsync returned, so every line is acknowledged data.
+start_manifest_writer() {
+  : >"$T/manifest"
+  (
+    i=0
+    while [ ! -e "$T/stop" ]; do
+      i=$((i + 1))
+      head -c $((16 + RANDOM % 200))K /dev/urandom >"$T/mnt/w$i" && sync "$T/mnt/w$i" &&
+        (cd "$T/mnt" && sha256sum "w$i" >>"$T/manifest")
+    done
+  ) &
+  _writer_pid=$!
+  on_exit "touch $T/stop; wait $_writer_pid"
+}
+# Stops the writer; fails unless it wrote more than five files. Sets $n to their count.
+stop_manifest_writer() {
+  touch "$T/stop"
+  wait "$_writer_pid"
+  n=$(wc -l <"$T/manifest")
+  [ "$n" -gt 5 ] || fail "the writer wrote only $n files"
+}
+# Every file of the manifest read back from the device, not the page cache: verify_manifest WHEN
+verify_manifest() {
+  sync
+  echo 3 >/proc/sys/vm/drop_caches
+  (cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "manifest $1"
+}

@@ -119,24 +119,8 @@ vs vgcreate vg0 "$T/pv.img" trunk/funk >/dev/null
 vs lvcreate -L 320M -n lv0 vg0 "$T/pv.img" >/dev/null
 vs up
 on_exit "umount -l $VS_STATE/dev"
-loop=$(vs losetup -f --show vg0/lv0)
-on_exit_detach_loop "$loop"
-mkfs.xfs -q "$loop"
-mkdir -p "$T/mnt"
-mount "$loop" "$T/mnt"
-on_exit_umount "$T/mnt"
-: >"$T/manifest"
-writer() {
-  local i=0
-  while [ ! -e "$T/stop" ]; do
-    i=$((i + 1))
-    head -c $((16 + RANDOM % 200))K /dev/urandom >"$T/mnt/w$i" && sync "$T/mnt/w$i" &&
-      (cd "$T/mnt" && sha256sum "w$i" >>"$T/manifest")
-  done
-}
-writer &
-wpid=$!
-on_exit "touch $T/stop; wait $wpid"
+mount_new_xfs_on vg0/lv0
+start_manifest_writer
 sleep 1
 vs pvmove -i 1 "$T/pv.img" trunk/funk >"$T/in.out" || fail "pvmove into trunk/funk: $(cat "$T/in.out")"
 grep -q "trunk/funk" <(vs lvs --noheadings -o devices vg0/lv0) || fail "lv0 not on trunk/funk"
@@ -153,13 +137,8 @@ done
 vs pvmove -i 1 >"$T/out.out" || fail "following the move back out: $(cat "$T/out.out")"
 grep -q "$T/pv.img" <(vs lvs --noheadings -o devices vg0/lv0) || fail "lv0 not back on the file"
 vs lvs -a --noheadings -o lv_name vg0 | grep -q pvmove && fail "pvmove0 left behind"
-touch "$T/stop"
-wait "$wpid"
-n=$(wc -l <"$T/manifest")
-[ "$n" -gt 5 ] || fail "the writer wrote only $n files"
-sync
-echo 3 >/proc/sys/vm/drop_caches
-(cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "manifest after the moves"
+stop_manifest_writer
+verify_manifest "after the moves"
 umount "$T/mnt"
 mount "$loop" "$T/mnt"
 (cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "manifest after remount"

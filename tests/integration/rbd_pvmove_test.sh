@@ -24,44 +24,20 @@ vs pvs --noheadings -o pv_name,vg_name | grep -qF "rbd:rbd/pv" || fail "pvs lack
 on_exit_stop_daemon
 timeout -k 5 60 "$VOLSTACK" up || fail "up"
 on_exit "umount -l $VS_STATE/dev"
-loop=$(vs losetup -f --show vg0/lv0)
-on_exit_detach_loop "$loop"
-mkfs.xfs -q "$loop"
-mkdir -p "$T/mnt"
-mount "$loop" "$T/mnt"
-on_exit_umount "$T/mnt"
-: >"$T/manifest"
-writer() {
-  local i=0
-  while [ ! -e "$T/stop" ]; do
-    i=$((i + 1))
-    head -c $((16 + RANDOM % 200))K /dev/urandom >"$T/mnt/w$i" && sync "$T/mnt/w$i" &&
-      (cd "$T/mnt" && sha256sum "w$i" >>"$T/manifest")
-  done
-}
-writer &
-wpid=$!
-on_exit "touch $T/stop; wait $wpid"
+mount_new_xfs_on vg0/lv0
+start_manifest_writer
 sleep 1
-verify() {
-  sync
-  echo 3 >/proc/sys/vm/drop_caches
-  (cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "manifest $1"
-}
 timeout -k 5 120 "$VOLSTACK" pvmove -i 2 "$T/pv.img" "$R" >"$T/in.out" ||
   fail "pvmove onto the RBD PV: $(cat "$T/in.out")"
 vs lvs --noheadings -o devices vg0/lv0 | grep -qF "rbd:rbd/pv" ||
   fail "lv0 not on the RBD PV: $(vs lvs --noheadings -o devices vg0/lv0)"
-verify "after the move onto RBD"
+verify_manifest "after the move onto RBD"
 timeout -k 5 120 "$VOLSTACK" pvmove -i 2 "$R" "$T/pv.img" >"$T/out.out" ||
   fail "pvmove back to the file: $(cat "$T/out.out")"
 vs lvs --noheadings -o devices vg0/lv0 | grep -qF "$T/pv.img" || fail "lv0 not back on the file"
 vs lvs -a --noheadings -o lv_name vg0 | grep -q pvmove && fail "pvmove0 left behind"
-touch "$T/stop"
-wait "$wpid"
-n=$(wc -l <"$T/manifest")
-[ "$n" -gt 5 ] || fail "the writer wrote only $n files"
-verify "after the move back"
+stop_manifest_writer
+verify_manifest "after the move back"
 umount "$T/mnt"
 mount "$loop" "$T/mnt"
 (cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "manifest after remount"

@@ -42,12 +42,7 @@ on_exit_stop_daemon
 timeout -k 5 60 "$VOLSTACK" up || fail "up"
 on_exit "umount -l $VS_STATE/dev"
 [ -f "$VS_STATE/dev/vg0/lv0" ] || fail "vg0/lv0 not in devfs: $(ls -R "$VS_STATE/dev")"
-loop=$(vs losetup -f --show vg0/lv0)
-on_exit_detach_loop "$loop"
-mkfs.xfs -q "$loop"
-mkdir -p "$T/mnt"
-mount "$loop" "$T/mnt"
-on_exit_umount "$T/mnt"
+mount_new_xfs_on vg0/lv0
 for i in $(seq 1 20); do head -c $((i * 61 * 1024)) /dev/urandom >"$T/mnt/f$i"; done
 (cd "$T/mnt" && sha256sum f* >"$T/manifest")
 sync

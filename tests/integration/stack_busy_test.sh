@@ -26,12 +26,7 @@ vs lvcreate -L 320M -n lv0 vg0 >/dev/null
 on_exit_stop_daemon
 vs up
 on_exit "umount -l $VS_STATE/dev"
-loop=$(vs losetup -f --show vg0/lv0)
-on_exit_detach_loop "$loop"
-mkfs.xfs -q "$loop"
-mkdir -p "$T/mnt"
-mount "$loop" "$T/mnt"
-on_exit_umount "$T/mnt"
+mount_new_xfs_on vg0/lv0
 for i in $(seq 1 8); do head -c $((i * 61 * 1024)) /dev/urandom >"$T/mnt/f$i"; done
 (cd "$T/mnt" && sha256sum f* >"$T/manifest")
 sync
