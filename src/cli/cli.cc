@@ -16,17 +16,18 @@
 #include "stack/control_socket.h"
 #include "stack/stack.h"
 #include "stack/state_dir.h"
+#include "util/request_io.h"
 #include "util/state_file.h"
 
 namespace volstack::cli {
 
 int ReportFailure(const Status& status, int code) {
-  std::fprintf(stderr, "volstack: %s\n", status.ToString().c_str());
+  std::fprintf(Err(), "volstack: %s\n", status.ToString().c_str());
   return code;
 }
 
 int ReportUsage(const std::string& message) {
-  std::fprintf(stderr, "volstack: %s\n", message.c_str());
+  std::fprintf(Err(), "volstack: %s\n", message.c_str());
   return kExitUsage;
 }
 
@@ -196,7 +197,7 @@ int Main(int argc, char** argv, stack::Stack* live) {
     }
     return ctx.exit_code;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "volstack: internal error: %s\n", e.what());
+    std::fprintf(Err(), "volstack: internal error: %s\n", e.what());
     return kExitFailure;
   }
 }

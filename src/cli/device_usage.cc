@@ -12,6 +12,7 @@
 #include "cli/lvm_common.h"
 #include "cli/pool_common.h"
 #include "export/loop_bindings.h"
+#include "stack/lvm_state.h"
 #include "stack/nbd_listeners.h"
 #include "stack/nbd_state.h"
 #include "stack/stack.h"
@@ -128,11 +129,16 @@ DeviceUsage DeviceUsage::Snapshot(const Context& ctx) {
       for (const auto& v : p.vdevs) u.vdev_of_[v] = p.name;
     }
   }
-  const auto active = lvmcli::ReadListFile(lvmcli::ActiveFile(ctx));
-  if (!active.empty()) {
-    for (const auto& lv : active) u.vg_active_[lvmcli::SplitLvName(lv).first] = true;
+  // An activation record this volstack cannot read (a newer format) counts every PV as in
+  // use: refusing a destroy is safe, allowing one is not.
+  const auto active = stack::ReadListFile(lvmcli::ActiveFile(ctx));
+  if (!active.ok() || !active->empty()) {
+    if (active.ok()) {
+      for (const auto& lv : *active) u.vg_active_[lvmcli::SplitLvName(lv).first] = true;
+    }
     auto session = lvmcli::OpenSession(ctx, /*read_only=*/true);
     for (const auto& h : session->vgs()) {
+      if (!active.ok()) u.vg_active_[h.vg.name] = true;
       for (const lvm::Pv* pv : h.pvs) {
         if (pv != nullptr) u.pv_of_[pv->name()] = h.vg.name;
       }

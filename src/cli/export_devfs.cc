@@ -19,6 +19,7 @@
 #include "cli/device_names.h"
 #include "cli/export_common.h"
 #include "export/devfs.h"
+#include "util/request_io.h"
 
 namespace volstack::cli {
 
@@ -64,7 +65,7 @@ struct DevfsArgs {
 void ApplyNice(int nice) {
   if (nice == 0) return;
   if (::setpriority(PRIO_PROCESS, 0, nice) != 0) {
-    std::fprintf(stderr, "volstack: devfs: cannot set nice %d: %s\n", nice, std::strerror(errno));
+    std::fprintf(Err(), "volstack: devfs: cannot set nice %d: %s\n", nice, std::strerror(errno));
   }
   if (::getsid(0) != ::getpid()) return;  // --foreground: the session is the caller's
   std::ofstream autogroup("/proc/self/autogroup");
@@ -128,7 +129,7 @@ int RunDevfs(Context& ctx, const DevfsArgs& args) {
     options.write_behind_inline = args.write_behind_inline;
     VS_ASSIGN_OR_RETURN(devfs, exportfs::Devfs::Mount(dir, *registry, options));
     const std::string& why = devfs->transport_reason();
-    std::fprintf(stderr, "volstack: devfs %s: FUSE transport %s%s%s\n", dir.c_str(),
+    std::fprintf(Err(), "volstack: devfs %s: FUSE transport %s%s%s\n", dir.c_str(),
                  exportfs::FuseTransportName(devfs->transport()), why.empty() ? "" : ": ",
                  why.c_str());
     return Status::Ok();
@@ -143,13 +144,13 @@ int RunDevfs(Context& ctx, const DevfsArgs& args) {
         if (s.code() != EBUSY) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
-      if (!s.ok()) std::fprintf(stderr, "volstack: %s; forcing\n", s.ToString().c_str());
+      if (!s.ok()) std::fprintf(Err(), "volstack: %s; forcing\n", s.ToString().c_str());
       devfs.reset();
     }
     for (const auto& [name, device] : registry->List()) {
       Status s = device->Flush();
       if (!s.ok())
-        std::fprintf(stderr, "volstack: flush %s: %s\n", name.c_str(), s.ToString().c_str());
+        std::fprintf(Err(), "volstack: flush %s: %s\n", name.c_str(), s.ToString().c_str());
     }
   };
   return RunServer(ctx, "devfs", args.foreground, start, stop);

@@ -21,6 +21,7 @@
 #include "cli/export_common.h"
 #include "export/loop_bindings.h"
 #include "export/loop_device.h"
+#include "util/request_io.h"
 
 namespace volstack::cli {
 
@@ -108,7 +109,7 @@ int List(const LosetupArgs& a) {
       const bool last = i + 1 == row.size();
       line += LeftAligned(cols[i]) ? row[i] + (last ? "" : pad) : pad + row[i];
     }
-    std::printf("%s\n", line.c_str());
+    std::fprintf(Out(), "%s\n", line.c_str());
   }
   return kExitOk;
 }
@@ -121,7 +122,7 @@ int ListAll() {
         l.device + ": [" + dev + "]:" + std::to_string(l.backing_ino) + " (" + l.backing_file + ")";
     if (l.offset != 0) line += ", offset " + std::to_string(l.offset);
     if (l.sizelimit != 0) line += ", sizelimit " + std::to_string(l.sizelimit);
-    std::printf("%s\n", line.c_str());
+    std::fprintf(Out(), "%s\n", line.c_str());
   }
   return kExitOk;
 }
@@ -202,8 +203,8 @@ int Attach(const Context& ctx, const LosetupArgs& a, const std::string& loop_dev
   exportfs::LoopBinding binding{info->device,       dev_name,         file,
                                 config.sector_size, config.direct_io, config.read_only};
   Status r = Record(ctx, info->device, &binding);
-  if (!r.ok()) std::fprintf(stderr, "volstack: warning: %s\n", r.ToString().c_str());
-  if (a.show) std::printf("%s\n", info->device.c_str());
+  if (!r.ok()) std::fprintf(Err(), "volstack: warning: %s\n", r.ToString().c_str());
+  if (a.show) std::fprintf(Out(), "%s\n", info->device.c_str());
   return kExitOk;
 }
 
@@ -240,7 +241,7 @@ int RunLosetup(Context& ctx, LosetupArgs& a) {
       for (const auto& l : loops) {
         if (l.number == n) n++;
       }
-      std::printf("/dev/loop%d\n", n);
+      std::fprintf(Out(), "/dev/loop%d\n", n);
       return kExitOk;
     }
     return List(a);
@@ -258,9 +259,9 @@ int RunLosetup(Context& ctx, LosetupArgs& a) {
     // `losetup /dev/loopN`: its status.
     auto info = exportfs::GetLoopInfo(name);
     if (!info.ok()) return ReportFailure(info.status());
-    std::printf("%s: [%04llu]:%llu (%s)\n", info->device.c_str(),
-                static_cast<unsigned long long>(info->backing_dev),
-                static_cast<unsigned long long>(info->backing_ino), info->backing_file.c_str());
+    std::fprintf(Out(), "%s: [%04llu]:%llu (%s)\n", info->device.c_str(),
+                 static_cast<unsigned long long>(info->backing_dev),
+                 static_cast<unsigned long long>(info->backing_ino), info->backing_file.c_str());
     return kExitOk;
   }
   return Attach(ctx, a, loop_dev, name, devfs_dir);

@@ -30,6 +30,7 @@
 #include "export/nbd/nbd_server.h"
 #include "stack/nbd_listeners.h"
 #include "stack/stack.h"
+#include "util/request_io.h"
 
 namespace volstack::cli {
 
@@ -69,7 +70,7 @@ int ServeStandalone(Context& ctx, const NbdArgs& args, const stack::NbdListenerR
     }
     VS_ASSIGN_OR_RETURN(server, exportfs::nbd::NbdServer::Start(*registry, options));
     if (args.foreground)
-      std::fprintf(stderr, "volstack: serving NBD on %s\n", server->address().c_str());
+      std::fprintf(Err(), "volstack: serving NBD on %s\n", server->address().c_str());
     return Status::Ok();
   };
   auto stop = [&]() {
@@ -77,7 +78,7 @@ int ServeStandalone(Context& ctx, const NbdArgs& args, const stack::NbdListenerR
     for (const auto& [name, device] : registry->List()) {
       Status s = device->Flush();
       if (!s.ok())
-        std::fprintf(stderr, "volstack: flush %s: %s\n", name.c_str(), s.ToString().c_str());
+        std::fprintf(Err(), "volstack: flush %s: %s\n", name.c_str(), s.ToString().c_str());
     }
   };
   return RunServer(ctx, "nbd", args.foreground, start, stop);
@@ -126,7 +127,7 @@ int RunNbdServe(Context& ctx, const NbdArgs& args) {
   if (!ctx.stack().live()) return ServeStandalone(ctx, args, record, *options);
   auto address = ctx.stack().nbd().Serve(record);
   if (!address.ok()) return ReportFailure(address.status().WithContext("nbd serve"));
-  std::printf("%s\n", address->c_str());
+  std::fprintf(Out(), "%s\n", address->c_str());
   return kExitOk;
 }
 
@@ -175,7 +176,7 @@ int RunNbdList(const Context& ctx) {
                      {"unserved", l.unserved},
                      {"exports", exports}});
     }
-    std::printf("%s\n", nlohmann::json{{"listeners", arr}}.dump(2).c_str());
+    std::fprintf(Out(), "%s\n", nlohmann::json{{"listeners", arr}}.dump(2).c_str());
     return kExitOk;
   }
   std::vector<std::vector<std::string>> rows = {{"ADDRESS", "RO", "STATE", "EXPORTS"}};
@@ -195,7 +196,7 @@ int RunNbdList(const Context& ctx) {
       line += row[i];
       if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
     }
-    std::printf("%s\n", line.c_str());
+    std::fprintf(Out(), "%s\n", line.c_str());
   }
   return kExitOk;
 }

@@ -7,6 +7,7 @@
 
 #include "cli/device_names.h"
 #include "cli/lvm_common.h"
+#include "util/request_io.h"
 
 namespace volstack::cli::lvmcli {
 
@@ -30,7 +31,7 @@ int Cat(const Context& ctx, const CatArgs& a) {
     Status s = (*dev)->Read(pos, std::span<uint8_t>(buf.data(), n));
     if (!s.ok()) return Fail(s);
     for (size_t done = 0; done < n;) {
-      ssize_t w = ::write(STDOUT_FILENO, buf.data() + done, n - done);
+      ssize_t w = ::write(CurrentIo().out_fd, buf.data() + done, n - done);
       if (w <= 0) return Fail(ErrnoStatus("write stdout"));
       done += static_cast<size_t>(w);
     }

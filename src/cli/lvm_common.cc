@@ -15,20 +15,26 @@
 
 #include "stack/lvm_state.h"
 #include "stack/stack.h"
+#include "util/request_io.h"
 #include "util/size.h"
 
 namespace volstack::cli::lvmcli {
 
 int Fail(const std::string& message, int code) {
-  std::fprintf(stderr, "  %s\n", message.c_str());
+  std::fprintf(Err(), "  %s\n", message.c_str());
   return code;
 }
 
 int Fail(const Status& status, int code) { return Fail(status.message(), code); }
 
-void Say(const std::string& message) { std::printf("  %s\n", message.c_str()); }
+void Say(const std::string& message) { std::fprintf(Out(), "  %s\n", message.c_str()); }
 
-std::vector<std::string> ReadListFile(const std::string& path) { return stack::ReadListFile(path); }
+std::vector<std::string> ReadListFile(const std::string& path) {
+  auto lines = stack::ReadListFile(path);
+  if (lines.ok()) return *lines;
+  std::fprintf(Err(), "volstack: %s\n", lines.status().ToString().c_str());
+  return {};
+}
 
 Status UpdateListFile(const Context& ctx, const std::string& path,
                       const std::function<bool(std::vector<std::string>& lines)>& modify) {
@@ -65,10 +71,10 @@ std::unique_ptr<lvm::Lvm> OpenSession(const Context& ctx, bool read_only,
 void WarnScan(lvm::Lvm& lvm) {
   for (const auto& e : lvm.scan_errors()) {
     if (e.status.code() == ENOENT || e.status.code() == ENXIO) continue;
-    std::fprintf(stderr, "  WARNING: %s: %s\n", e.device.c_str(), e.status.message().c_str());
+    std::fprintf(Err(), "  WARNING: %s: %s\n", e.device.c_str(), e.status.message().c_str());
   }
   for (const auto& h : lvm.vgs()) {
-    for (const auto& w : h.warnings) std::fprintf(stderr, "  WARNING: %s\n", w.c_str());
+    for (const auto& w : h.warnings) std::fprintf(Err(), "  WARNING: %s\n", w.c_str());
   }
 }
 

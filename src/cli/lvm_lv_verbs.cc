@@ -5,6 +5,7 @@
 #include "cli/lvm_common.h"
 #include "lvm/allocator.h"
 #include "lvm/vg_ops.h"
+#include "util/request_io.h"
 #include "util/size.h"
 
 namespace volstack::cli::lvmcli {
@@ -109,7 +110,7 @@ Result<uint64_t> TargetExtents(const SizeArgs& s, const lvm::VolumeGroup& vg, ui
     VS_ASSIGN_OR_RETURN(uint64_t bytes, ParseLvmSize(t));
     count = (bytes + ext - 1) / ext;
     if (bytes % ext != 0) {
-      std::fprintf(stderr, "  Rounding up size to full physical extent %s.\n",
+      std::fprintf(Err(), "  Rounding up size to full physical extent %s.\n",
                    FormatSizeLong(count * ext).c_str());
     }
   } else {
@@ -222,7 +223,7 @@ int Lvcreate(const Context& ctx, const LvcreateArgs& a, const std::vector<std::s
       if (z.ok()) z = (*dev)->Flush();
       if (!z.ok()) return Fail(z);
     } else {
-      std::fprintf(stderr, "  WARNING: Logical volume %s/%s not zeroed.\n", vgname.c_str(),
+      std::fprintf(Err(), "  WARNING: Logical volume %s/%s not zeroed.\n", vgname.c_str(),
                    name.c_str());
     }
     Status act = AddToList(ctx, ActiveFile(ctx), {vgname + "/" + name});

@@ -27,6 +27,7 @@
 #include "stack/control_socket.h"
 #include "stack/pvmove_jobs.h"
 #include "stack/stack.h"
+#include "util/request_io.h"
 #include "util/state_file.h"
 
 namespace volstack::cli {
@@ -51,7 +52,8 @@ struct PvmoveArgs {
 // Prints progress lines to `fd` (the client's stdout, also when the daemon runs the move).
 class ProgressPrinter {
  public:
-  ProgressPrinter(int fd, int interval) : fd_(fd), tty_(::isatty(fd) == 1), interval_(interval) {}
+  ProgressPrinter(int fd, int interval)
+      : fd_(fd), tty_(CurrentIo().stdout_tty), interval_(interval) {}
 
   void Update(const lvm::MoveProgress& p) {
     const auto now = Clock::now();
@@ -143,6 +145,43 @@ Result<std::unique_ptr<lvm::MoverLock>> TakeMoverLock(const Context& ctx, const 
   return lvm::MoverLock::Take(ctx.global.state_dir, vg);
 }
 
+// Waits for the daemon's move job to end, printing its progress to the request's stdout, while
+// other requests and the job run.
+int FollowJob(stack::MoveJob& job, int interval) {
+  std::fflush(Out());
+  std::fflush(Err());
+  stack::ControlServer::ReleaseCurrentRequest();
+  stack::Jobs::ReleaseSerialization();
+  ProgressPrinter printer(CurrentIo().out_fd, interval);
+  Status result;
+  lvm::MoveProgress last;
+  bool have = false;
+  for (;;) {
+    std::unique_lock l(job.mu);
+    job.cv.wait_for(l, std::chrono::milliseconds(200), [&] { return job.done; });
+    last = job.progress;
+    have = job.have_progress;
+    if (job.done) {
+      result = job.status;
+      break;
+    }
+    l.unlock();
+    if (have) printer.Update(last);
+  }
+  int rc = kLvmOk;
+  if (result.ok()) {
+    if (have) printer.Final(last);
+  } else {
+    printer.Interrupted();
+    std::fprintf(Err(), "  %s (run pvmove again to resume it, or pvmove --abort)\n",
+                 result.ToString().c_str());
+    rc = kLvmFailed;
+  }
+  stack::ControlServer::ReacquireCurrentRequest();
+  stack::Jobs::ReacquireSerialization();
+  return rc;
+}
+
 // Runs (offline) or follows (daemon) the move in progress in `vg` to its end. With -b and
 // no daemon, only takes the VG's mover lock and queues the move for a background process.
 int RunOrFollow(const Context& ctx, lvm::Lvm& session, const std::string& vg, const PvmoveArgs& a,
@@ -159,8 +198,8 @@ int RunOrFollow(const Context& ctx, lvm::Lvm& session, const std::string& vg, co
       background->push_back({h->pvs[leg.pv]->name(), vg, std::move(*lock)});
       return kLvmOk;
     }
-    std::fflush(stdout);
-    ProgressPrinter printer(1, a.interval);
+    std::fflush(Out());
+    ProgressPrinter printer(CurrentIo().out_fd, a.interval);
     lvm::MoveOptions o;
     // Tests stop a move part way, as a crash would, to see the in-progress metadata.
     const char* stop_env = std::getenv("VOLSTACK_PVMOVE_STOP_AFTER_BYTES");
@@ -193,43 +232,9 @@ int RunOrFollow(const Context& ctx, lvm::Lvm& session, const std::string& vg, co
   auto job = ctx.stack().pvmoves().Ensure(vg);
   if (!job.ok()) return Fail(job.status());
   if (a.background) return kLvmOk;
-  // Follow the job without holding up the daemon's other requests.
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const int out = ::dup(1);
-  const int err = ::dup(2);
-  stack::ControlServer::ReleaseCurrentRequest();
-  stack::Jobs::ReleaseSerialization();
-  ProgressPrinter printer(out, a.interval);
-  Status result;
-  lvm::MoveProgress last;
-  bool have = false;
-  for (;;) {
-    std::unique_lock l((*job)->mu);
-    (*job)->cv.wait_for(l, std::chrono::milliseconds(200), [&] { return (*job)->done; });
-    last = (*job)->progress;
-    have = (*job)->have_progress;
-    if ((*job)->done) {
-      result = (*job)->status;
-      break;
-    }
-    l.unlock();
-    if (have) printer.Update(last);
-  }
-  int rc = kLvmOk;
-  if (result.ok()) {
-    if (have) printer.Final(last);
-  } else {
-    printer.Interrupted();
-    ::dprintf(err, "  %s (run pvmove again to resume it, or pvmove --abort)\n",
-              result.ToString().c_str());
-    rc = kLvmFailed;
-  }
-  ::close(out);
-  ::close(err);
-  stack::ControlServer::ReacquireCurrentRequest();
-  stack::Jobs::ReacquireSerialization();
-  return rc;
+  // Follow the job without holding up the daemon's other requests; the progress goes to this
+  // request's client only.
+  return FollowJob(**job, a.interval);
 }
 
 // Reverts the move in `vg`: a mover of it in this daemon or in another process is stopped
@@ -267,8 +272,8 @@ Status SpawnBackground(const Context& ctx, Background& b) {
   const std::string log_path = ctx.global.state_dir + "/pvmove." + b.vg + ".log";
   VS_ASSIGN_OR_RETURN(const int log, OpenStateFile(log_path, O_WRONLY | O_TRUNC));
   const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  std::fflush(stdout);
-  std::fflush(stderr);
+  std::fflush(Out());
+  std::fflush(Err());
   const pid_t pid = ::fork();
   if (pid == 0) {
     // Only async-signal-safe calls until exec.
@@ -385,7 +390,7 @@ int PvmoveHere(const Context& ctx, const PvmoveArgs& a, std::vector<Background>*
     }
     lvmcli::Say("Detected pvmove in progress for " + pvs[0].name);
     if (pvs.size() > 1 || !a.name.empty()) {
-      std::fprintf(stderr, "  Ignoring remaining command line arguments\n");
+      std::fprintf(Err(), "  Ignoring remaining command line arguments\n");
     }
     return RunOrFollow(ctx, *session, vg, a, background);
   }

@@ -13,6 +13,7 @@
 #include "lvm/kept_lvs.h"
 #include "lvm/pvmove.h"
 #include "lvm/uuid.h"
+#include "util/request_io.h"
 
 namespace volstack::cli::lvmcli {
 
@@ -529,7 +530,7 @@ int PrintReport(const Context& ctx, ReportKind kind, const ReportOptions& option
   if (options.reportformat == "json") {
     const char* key = kind == ReportKind::kPv ? "pv" : kind == ReportKind::kVg ? "vg" : "lv";
     if (seg_level) key = "seg";
-    std::printf("  {\n      \"report\": [\n          {\n              \"%s\": [\n", key);
+    std::fprintf(Out(), "  {\n      \"report\": [\n          {\n              \"%s\": [\n", key);
     for (size_t i = 0; i < cells.size(); i++) {
       std::string line = "                  {";
       for (size_t j = 0; j < fields.size(); j++) {
@@ -537,9 +538,9 @@ int PrintReport(const Context& ctx, ReportKind kind, const ReportOptions& option
         line += nlohmann::json(fields[j]->name).dump() + ":" + nlohmann::json(cells[i][j]).dump();
       }
       line += i + 1 < cells.size() ? "}," : "}";
-      std::printf("%s\n", line.c_str());
+      std::fprintf(Out(), "%s\n", line.c_str());
     }
-    std::printf("              ]\n          }\n      ]\n  }\n");
+    std::fprintf(Out(), "              ]\n          }\n      ]\n  }\n");
     return kLvmOk;
   }
   if (rows.empty()) return kLvmOk;  // lvm2 prints the headings with the first row
@@ -562,7 +563,7 @@ int PrintReport(const Context& ctx, ReportKind kind, const ReportOptions& option
       if (j) s += sep;
       s += aligned ? pad(v[j], width[j], heading ? Align::kLeft : fields[j]->align) : v[j];
     }
-    std::printf("%s\n", s.c_str());
+    std::fprintf(Out(), "%s\n", s.c_str());
   };
   if (!options.noheadings) {
     std::vector<std::string> h;

@@ -9,6 +9,7 @@
 #include "cli/lvm_report.h"
 #include "lvm/kept_lvs.h"
 #include "lvm/uuid.h"
+#include "util/request_io.h"
 
 namespace volstack::cli::lvmcli {
 
@@ -141,7 +142,7 @@ int Lvs(const Context& ctx, const ReportArgs& a) {
 }
 
 void Line(const char* key, const std::string& value) {
-  std::printf("  %-21s %s\n", key, value.c_str());
+  std::fprintf(Out(), "  %-21s %s\n", key, value.c_str());
 }
 
 int Pvdisplay(const Context& ctx, const std::vector<std::string>& names) {
@@ -165,11 +166,11 @@ int Pvdisplay(const Context& ctx, const std::vector<std::string>& names) {
     const bool in_vg = r.vg && r.pv_index >= 0;
     const uint64_t dev_size = r.pv ? r.pv->dev()->size() : 0;
     if (in_vg) {
-      std::printf("  --- Physical volume ---\n");
+      std::fprintf(Out(), "  --- Physical volume ---\n");
     } else {
-      std::printf("  \"%s\" is a new physical volume of \"%s\"\n", r.pv_name.c_str(),
-                  FormatSizeLong(dev_size).c_str());
-      std::printf("  --- NEW Physical volume ---\n");
+      std::fprintf(Out(), "  \"%s\" is a new physical volume of \"%s\"\n", r.pv_name.c_str(),
+                   FormatSizeLong(dev_size).c_str());
+      std::fprintf(Out(), "  --- NEW Physical volume ---\n");
     }
     Line("PV Name", r.pv_name);
     Line("VG Name", in_vg ? r.vg->vg.name : "");
@@ -195,7 +196,7 @@ int Pvdisplay(const Context& ctx, const std::vector<std::string>& names) {
       Line("Allocated PE", "0");
       Line("PV UUID", r.pv ? lvm::FormatId(r.pv->uuid()) : "");
     }
-    std::printf("   \n");
+    std::fprintf(Out(), "   \n");
   }
   return rc;
 }
@@ -223,7 +224,7 @@ int Vgdisplay(const Context& ctx, const std::vector<std::string>& names) {
     }
     const int present =
         static_cast<int>(std::count_if(h.pvs.begin(), h.pvs.end(), [](auto* p) { return p; }));
-    std::printf("  --- Volume group ---\n");
+    std::fprintf(Out(), "  --- Volume group ---\n");
     Line("VG Name", vg.name);
     Line("System ID", vg.system_id);
     Line("Format", "lvm2");
@@ -244,7 +245,7 @@ int Vgdisplay(const Context& ctx, const std::vector<std::string>& names) {
     Line("Free  PE / Size",
          std::to_string(total - alloc) + " / " + FormatSizeLong((total - alloc) * ext));
     Line("VG UUID", lvm::FormatId(vg.id));
-    std::printf("   \n");
+    std::fprintf(Out(), "   \n");
     (void)open;
   }
   return rc;
@@ -258,62 +259,66 @@ int Lvdisplay(const Context& ctx, const std::vector<std::string>& names, bool ma
   for (const auto& r : rows) {
     const auto& vg = r.vg->vg;
     const auto& lv = *r.lv;
-    std::printf("  --- Logical volume ---\n");
-    std::printf("  %-22s %s\n", "LV Path", ("/dev/" + vg.name + "/" + lv.name).c_str());
-    std::printf("  %-22s %s\n", "LV Name", lv.name.c_str());
-    std::printf("  %-22s %s\n", "VG Name", vg.name.c_str());
-    std::printf("  %-22s %s\n", "LV UUID", lvm::FormatId(lv.id).c_str());
-    std::printf("  %-22s %s\n", "LV Write Access",
-                lv.HasStatus("WRITE") ? "read/write" : "read only");
+    std::fprintf(Out(), "  --- Logical volume ---\n");
+    std::fprintf(Out(), "  %-22s %s\n", "LV Path", ("/dev/" + vg.name + "/" + lv.name).c_str());
+    std::fprintf(Out(), "  %-22s %s\n", "LV Name", lv.name.c_str());
+    std::fprintf(Out(), "  %-22s %s\n", "VG Name", vg.name.c_str());
+    std::fprintf(Out(), "  %-22s %s\n", "LV UUID", lvm::FormatId(lv.id).c_str());
+    std::fprintf(Out(), "  %-22s %s\n", "LV Write Access",
+                 lv.HasStatus("WRITE") ? "read/write" : "read only");
     if (lv.creation_time) {
       time_t t = static_cast<time_t>(*lv.creation_time);
       struct tm tm;
       localtime_r(&t, &tm);
       char buf[64];
       strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S %z", &tm);
-      std::printf("  %-22s %s, %s\n", "LV Creation host, time", lv.creation_host.c_str(), buf);
+      std::fprintf(Out(), "  %-22s %s, %s\n", "LV Creation host, time", lv.creation_host.c_str(),
+                   buf);
     }
     const bool active = IsActive(ctx, vg.name, lv.name);
-    std::printf("  %-22s %s\n", "LV Status", active ? "available" : "NOT available");
-    std::printf("  %-22s %s\n", "LV Size",
-                FormatSizeLong(lv.le_count() * vg.extent_bytes()).c_str());
-    std::printf("  %-22s %u\n", "Current LE", lv.le_count());
-    std::printf("  %-22s %zu\n", "Segments", lv.segments.size());
-    std::printf("  %-22s %s\n", "Allocation",
-                lv.allocation_policy.empty() ? "inherit" : lv.allocation_policy.c_str());
-    std::printf("  %-22s %s\n", "Read ahead sectors", "auto");
-    std::printf("   \n");
+    std::fprintf(Out(), "  %-22s %s\n", "LV Status", active ? "available" : "NOT available");
+    std::fprintf(Out(), "  %-22s %s\n", "LV Size",
+                 FormatSizeLong(lv.le_count() * vg.extent_bytes()).c_str());
+    std::fprintf(Out(), "  %-22s %u\n", "Current LE", lv.le_count());
+    std::fprintf(Out(), "  %-22s %zu\n", "Segments", lv.segments.size());
+    std::fprintf(Out(), "  %-22s %s\n", "Allocation",
+                 lv.allocation_policy.empty() ? "inherit" : lv.allocation_policy.c_str());
+    std::fprintf(Out(), "  %-22s %s\n", "Read ahead sectors", "auto");
+    std::fprintf(Out(), "   \n");
     if (!maps) continue;
-    std::printf("  --- Segments ---\n");
+    std::fprintf(Out(), "  --- Segments ---\n");
     for (const auto& s : lv.segments) {
-      std::printf("  Logical extents %u to %u:\n", s.start_extent,
-                  s.start_extent + s.extent_count - 1);
+      std::fprintf(Out(), "  Logical extents %u to %u:\n", s.start_extent,
+                   s.start_extent + s.extent_count - 1);
       const bool linear = s.is_striped() && s.stripe_count() == 1;
-      std::printf("    Type\t\t%s\n", linear           ? "linear"
-                                      : s.is_striped() ? "striped"
-                                                       : s.type.c_str());
+      std::fprintf(Out(), "    Type\t\t%s\n",
+                   linear           ? "linear"
+                   : s.is_striped() ? "striped"
+                                    : s.type.c_str());
       if (linear) {
-        std::printf("    Physical volume\t%s\n", PvDisplayName(*r.vg, s.areas[0].pv).c_str());
-        std::printf("    Physical extents\t%u to %u\n", s.areas[0].start,
-                    s.areas[0].start + s.area_len() - 1);
+        std::fprintf(Out(), "    Physical volume\t%s\n",
+                     PvDisplayName(*r.vg, s.areas[0].pv).c_str());
+        std::fprintf(Out(), "    Physical extents\t%u to %u\n", s.areas[0].start,
+                     s.areas[0].start + s.area_len() - 1);
       } else {
         if (s.is_striped()) {
-          std::printf("    Stripes\t\t%u\n", s.stripe_count());
-          std::printf("    Stripe size\t\t%s\n",
-                      FormatSizeLong(uint64_t{s.stripe_size} * 512).c_str());
+          std::fprintf(Out(), "    Stripes\t\t%u\n", s.stripe_count());
+          std::fprintf(Out(), "    Stripe size\t\t%s\n",
+                       FormatSizeLong(uint64_t{s.stripe_size} * 512).c_str());
         }
         for (size_t i = 0; i < s.areas.size(); i++) {
           const auto& a = s.areas[i];
-          std::printf("    %s %zu:\n", s.is_striped() ? "Stripe" : "Mirror", i);
-          std::printf("      %s\t%s\n", a.is_pv() ? "Physical volume" : "Logical volume",
-                      a.is_pv() ? PvDisplayName(*r.vg, a.pv).c_str() : a.lv.c_str());
-          std::printf("      %s\t%u to %u\n", a.is_pv() ? "Physical extents" : "Logical extents",
-                      a.start, a.start + s.area_len() - 1);
+          std::fprintf(Out(), "    %s %zu:\n", s.is_striped() ? "Stripe" : "Mirror", i);
+          std::fprintf(Out(), "      %s\t%s\n", a.is_pv() ? "Physical volume" : "Logical volume",
+                       a.is_pv() ? PvDisplayName(*r.vg, a.pv).c_str() : a.lv.c_str());
+          std::fprintf(Out(), "      %s\t%u to %u\n",
+                       a.is_pv() ? "Physical extents" : "Logical extents", a.start,
+                       a.start + s.area_len() - 1);
         }
       }
-      std::printf("   \n");
+      std::fprintf(Out(), "   \n");
     }
-    std::printf("   \n");
+    std::fprintf(Out(), "   \n");
   }
   return rc;
 }
@@ -339,27 +344,27 @@ int Pvscan(const Context& ctx, const std::vector<std::string>& names) {
       const uint64_t ext = h->vg.extent_bytes();
       const uint64_t size = uint64_t{p.pe_count} * ext;
       const uint64_t free = (p.pe_count - h->vg.pv_allocated_extents(idx)) * ext;
-      std::printf("  PV %-*s   VG %-*s lvm2 [%s / %s free]\n", static_cast<int>(w),
-                  pv->name().c_str(), 14, h->vg.name.c_str(), FormatSizeLong(size).c_str(),
-                  FormatSizeLong(free).c_str());
+      std::fprintf(Out(), "  PV %-*s   VG %-*s lvm2 [%s / %s free]\n", static_cast<int>(w),
+                   pv->name().c_str(), 14, h->vg.name.c_str(), FormatSizeLong(size).c_str(),
+                   FormatSizeLong(free).c_str());
       total += size;
       in_use += size;
       n_use++;
     } else {
       const uint64_t size = pv->dev()->size();
-      std::printf("  PV %-*s   %-17s lvm2 [%s]\n", static_cast<int>(w), pv->name().c_str(), "",
-                  FormatSizeLong(size).c_str());
+      std::fprintf(Out(), "  PV %-*s   %-17s lvm2 [%s]\n", static_cast<int>(w), pv->name().c_str(),
+                   "", FormatSizeLong(size).c_str());
       total += size;
       no_vg += size;
       n_novg++;
     }
   }
   if (n_total == 0) {
-    std::printf("  No matching physical volumes found\n");
+    std::fprintf(Out(), "  No matching physical volumes found\n");
   } else {
-    std::printf("  Total: %d [%s] / in use: %d [%s] / in no VG: %d [%s]\n", n_total,
-                FormatSizeLong(total).c_str(), n_use, FormatSizeLong(in_use).c_str(), n_novg,
-                FormatSizeLong(no_vg).c_str());
+    std::fprintf(Out(), "  Total: %d [%s] / in use: %d [%s] / in no VG: %d [%s]\n", n_total,
+                 FormatSizeLong(total).c_str(), n_use, FormatSizeLong(in_use).c_str(), n_novg,
+                 FormatSizeLong(no_vg).c_str());
   }
   // Remember every PV found, so later commands scan it without being told.
   Status s = AddToList(ctx, DevicesFile(ctx), found);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "cli/pool_common.h"
+#include "util/request_io.h"
 
 namespace volstack::cli::poolcli {
 
@@ -22,7 +23,7 @@ void Table::Print(bool scripted) const {
     for (const auto& r : rows_) {
       std::string line;
       for (size_t i = 0; i < r.size(); i++) line += (i ? "\t" : "") + r[i];
-      std::printf("%s\n", line.c_str());
+      std::fprintf(Out(), "%s\n", line.c_str());
     }
     return;
   }
@@ -39,7 +40,7 @@ void Table::Print(bool scripted) const {
       const bool last = i + 1 == r.size();
       line += right_[i] ? pad + r[i] : (last ? r[i] : r[i] + pad);
     }
-    std::printf("%s\n", line.c_str());
+    std::fprintf(Out(), "%s\n", line.c_str());
   };
   print(headers_);
   for (const auto& r : rows_) print(r);

@@ -3,9 +3,9 @@
 // zpool(8) prints them.
 //
 // Scrub runs in the process that has the pool open: in the daemon (the command is
-// forwarded there when one runs) it goes on in the background and `zpool status` shows
-// its progress; without a daemon the command imports the pool, so it waits for the end
-// (as `zpool scrub -w`), since the pool closes when the command exits.
+// forwarded there when one runs) it is a job of the stack that `volstack jobs` lists and
+// `zpool status` shows; without a daemon the command imports the pool, so it waits for the
+// end (as `zpool scrub -w`), since the pool closes when the command exits.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +16,10 @@
 #include "cli/pool_common.h"
 #include "cli/pool_redundancy.h"
 #include "pool/vdev.h"
+#include "stack/control_socket.h"
+#include "stack/scrub_jobs.h"
+#include "stack/stack.h"
+#include "util/request_io.h"
 #include "util/size.h"
 
 namespace volstack::cli::poolcli {
@@ -95,19 +99,19 @@ std::string Hms(uint64_t s) {
 
 void PrintScan(const pool::ScanInfo& s) {
   if (s.func.empty()) {
-    std::printf("  scan: none requested\n");
+    std::fprintf(Out(), "  scan: none requested\n");
     return;
   }
   const bool scrub = s.func == "scrub";
   if (s.state == "finished") {
-    std::printf("  scan: %s %s in %s with %llu errors on %s\n",
-                scrub ? "scrub repaired" : "resilvered", Nice(s.repaired).c_str(),
-                Hms(s.end_time - s.start_time).c_str(), static_cast<unsigned long long>(s.errors),
-                When(s.end_time).c_str());
+    std::fprintf(Out(), "  scan: %s %s in %s with %llu errors on %s\n",
+                 scrub ? "scrub repaired" : "resilvered", Nice(s.repaired).c_str(),
+                 Hms(s.end_time - s.start_time).c_str(), static_cast<unsigned long long>(s.errors),
+                 When(s.end_time).c_str());
     return;
   }
   if (s.state == "canceled") {
-    std::printf("  scan: %s canceled on %s\n", s.func.c_str(), When(s.end_time).c_str());
+    std::fprintf(Out(), "  scan: %s canceled on %s\n", s.func.c_str(), When(s.end_time).c_str());
     return;
   }
   const uint64_t now = static_cast<uint64_t>(std::time(nullptr));
@@ -117,42 +121,44 @@ void PrintScan(const pool::ScanInfo& s) {
   const double pct =
       total ? 100.0 * static_cast<double>(s.examined) / static_cast<double>(total) : 0;
   if (s.state == "paused") {
-    std::printf("  scan: scrub paused since %s\n", When(s.start_time).c_str());
+    std::fprintf(Out(), "  scan: scrub paused since %s\n", When(s.start_time).c_str());
   } else {
-    std::printf("  scan: %s in progress since %s\n", s.func.c_str(), When(s.start_time).c_str());
+    std::fprintf(Out(), "  scan: %s in progress since %s\n", s.func.c_str(),
+                 When(s.start_time).c_str());
   }
-  std::printf("\t%s / %s scanned at %s/s, %s / %s issued at %s/s\n", Nice(s.examined).c_str(),
-              Nice(total).c_str(), Nice(rate).c_str(), Nice(s.issued).c_str(), Nice(total).c_str(),
-              Nice(irate).c_str());
+  std::fprintf(Out(), "\t%s / %s scanned at %s/s, %s / %s issued at %s/s\n",
+               Nice(s.examined).c_str(), Nice(total).c_str(), Nice(rate).c_str(),
+               Nice(s.issued).c_str(), Nice(total).c_str(), Nice(irate).c_str());
   const std::string to_go = rate > 0 && total > s.examined
                                 ? Hms((total - s.examined) / rate) + " to go"
                                 : "no estimated completion time";
-  std::printf("\t%s %s, %.2f%% done, %s\n", Nice(s.repaired).c_str(),
-              scrub ? "repaired" : "resilvered", pct, to_go.c_str());
+  std::fprintf(Out(), "\t%s %s, %.2f%% done, %s\n", Nice(s.repaired).c_str(),
+               scrub ? "repaired" : "resilvered", pct, to_go.c_str());
 }
 
 void Row(size_t width, int indent, const std::string& name, const std::string& state, uint64_t r,
          uint64_t w, uint64_t c, const std::string& note = "") {
-  std::printf("\t%*s%-*s  %-8s %5s %5s %5s%s\n", indent, "", static_cast<int>(width - indent),
-              name.c_str(), state.c_str(), Count(r).c_str(), Count(w).c_str(), Count(c).c_str(),
-              note.c_str());
+  std::fprintf(Out(), "\t%*s%-*s  %-8s %5s %5s %5s%s\n", indent, "",
+               static_cast<int>(width - indent), name.c_str(), state.c_str(), Count(r).c_str(),
+               Count(w).c_str(), Count(c).c_str(), note.c_str());
 }
 
 }  // namespace
 
 void PrintPoolStatus(const pool::PoolInfo& info, bool verbose) {
-  std::printf(" state: %s\n", info.health.c_str());
+  std::fprintf(Out(), " state: %s\n", info.health.c_str());
   if (info.health == "DEGRADED") {
-    std::printf(
-        "status: One or more devices could not be used or were taken offline. Sufficient "
-        "replicas exist\n\tfor the pool to continue functioning in a degraded state.\n"
-        "action: Replace the device using 'zpool replace', or bring it back with 'zpool "
-        "online'.\n");
+    std::fprintf(Out(),
+                 "status: One or more devices could not be used or were taken offline. Sufficient "
+                 "replicas exist\n\tfor the pool to continue functioning in a degraded state.\n"
+                 "action: Replace the device using 'zpool replace', or bring it back with 'zpool "
+                 "online'.\n");
   } else if (info.vdevs.size() > 0) {
     uint64_t cksum = 0;
     for (const auto& v : info.vdevs) cksum += v.checksum_errors;
     if (cksum > 0) {
-      std::printf(
+      std::fprintf(
+          Out(),
           "status: One or more devices has experienced an unrecoverable error.  An\n\tattempt "
           "was made to correct the error.  Applications are unaffected.\n"
           "action: Determine if the device needs to be replaced, and clear the errors\n\tusing "
@@ -160,14 +166,14 @@ void PrintPoolStatus(const pool::PoolInfo& info, bool verbose) {
     }
   }
   PrintScan(info.scan);
-  std::printf("config:\n\n");
+  std::fprintf(Out(), "config:\n\n");
   size_t w = std::max<size_t>(info.name.size(), 4);
   for (const auto& v : info.vdevs) {
     w = std::max(w, (v.type == "mirror" ? std::string("mirror-0").size() : v.name.size()) + 2);
     for (const auto& c : v.children) w = std::max(w, c.name.size() + 4);
   }
-  std::printf("\t%-*s  %-8s %5s %5s %5s\n", static_cast<int>(w), "NAME", "STATE", "READ", "WRITE",
-              "CKSUM");
+  std::fprintf(Out(), "\t%-*s  %-8s %5s %5s %5s\n", static_cast<int>(w), "NAME", "STATE", "READ",
+               "WRITE", "CKSUM");
   uint64_t total[3] = {0, 0, 0};
   for (const auto& v : info.vdevs) {
     total[0] += v.read_errors;
@@ -190,13 +196,14 @@ void PrintPoolStatus(const pool::PoolInfo& info, bool verbose) {
     }
   }
   if (info.data_errors.empty()) {
-    std::printf("\nerrors: No known data errors\n");
+    std::fprintf(Out(), "\nerrors: No known data errors\n");
     return;
   }
-  std::printf("\nerrors: %zu data errors, use '-v' for a list\n", info.data_errors.size());
+  std::fprintf(Out(), "\nerrors: %zu data errors, use '-v' for a list\n", info.data_errors.size());
   if (verbose) {
-    std::printf("\nerrors: Permanent errors have been detected in the following files:\n\n");
-    for (const auto& e : info.data_errors) std::printf("        %s\n", e.c_str());
+    std::fprintf(Out(),
+                 "\nerrors: Permanent errors have been detected in the following files:\n\n");
+    for (const auto& e : info.data_errors) std::fprintf(Out(), "        %s\n", e.c_str());
   }
 }
 
@@ -207,24 +214,37 @@ Result<std::shared_ptr<pool::Pool>> Open(Context& ctx, const std::string& name) 
   return OpenPool(ctx, name, /*read_only=*/false);
 }
 
-// True when another holder (the daemon's live stack) keeps the pool open after this
-// command, so a scan may go on in the background.
-bool HeldElsewhere(const std::shared_ptr<pool::Pool>& p) { return p.use_count() > 2; }
-
+// In the daemon the scrub is a job of the stack (stack/scrub_jobs.h): listed by `volstack
+// jobs`, waited for with -w, canceled with -s. Without a daemon the pool closes when the
+// command exits, so the command waits for the end and prints it.
 int Scrub(Context& ctx, const std::string& name, bool stop, bool pause, bool wait) {
   if (stop && pause) return ReportUsage("zpool scrub: -s and -p are exclusive");
   auto p = Open(ctx, name);
   if (!p.ok()) return ReportFailure(p.status());
-  Status st = stop ? (*p)->CancelScrub() : pause ? (*p)->PauseScrub() : (*p)->Scrub();
-  if (!st.ok()) return ReportFailure(st.WithContext("cannot scrub " + name));
-  if (stop || pause) return kExitOk;
-  const bool here = !HeldElsewhere(*p);
-  if (wait || here) {
-    st = (*p)->WaitScan();
-    if (!st.ok()) return ReportFailure(st.WithContext("cannot scrub " + name));
+  if (stop || pause) {
+    Status st = stop ? (*p)->CancelScrub() : (*p)->PauseScrub();
+    return st.ok() ? kExitOk : ReportFailure(st.WithContext("cannot scrub " + name));
   }
-  // No one keeps the pool open to show it later: the outcome now.
-  if (here) PrintScan((*p)->Info().scan);
+  stack::Stack& s = ctx.stack();
+  if (s.live()) {
+    auto job = stack::StartScrubJob(s.jobs(), *p);
+    if (!job.ok()) return ReportFailure(job.status().WithContext("cannot scrub " + name));
+    if (!wait) return kExitOk;
+    std::fflush(Out());
+    stack::ControlServer::ReleaseCurrentRequest();
+    stack::Jobs::ReleaseSerialization();
+    while (!(*job)->WaitFor(std::chrono::milliseconds(200))) {
+    }
+    stack::ControlServer::ReacquireCurrentRequest();
+    stack::Jobs::ReacquireSerialization();
+    const Status st = (*job)->Get().status;
+    return st.ok() ? kExitOk : ReportFailure(st.WithContext("cannot scrub " + name));
+  }
+  Status st = (*p)->Scrub();
+  if (!st.ok()) return ReportFailure(st.WithContext("cannot scrub " + name));
+  st = (*p)->WaitScan();
+  if (!st.ok()) return ReportFailure(st.WithContext("cannot scrub " + name));
+  PrintScan((*p)->Info().scan);
   return kExitOk;
 }
 

@@ -18,6 +18,7 @@
 #include "cli/verbs.h"
 #include "pool/send.h"
 #include "stack/stack.h"
+#include "util/request_io.h"
 
 namespace volstack::cli {
 
@@ -62,7 +63,7 @@ int ZfsSend(Context& ctx, const SendArgs& in) {
   if (Status st = pool::ValidateSnapshotName(a.snapshot); !st.ok()) {
     return ReportUsage("zfs send: " + st.message());
   }
-  if (!a.dry_run && ::isatty(1)) {
+  if (!a.dry_run && CurrentIo().stdout_tty) {
     return ReportUsage(
         "zfs send: the stream cannot be written to a terminal: redirect "
         "standard output");
@@ -90,51 +91,54 @@ int ZfsSend(Context& ctx, const SendArgs& in) {
       for (const auto& part : est->parts) {
         j["parts"].push_back({{"from", part.from}, {"to", part.to}, {"size", part.stream_bytes}});
       }
-      std::printf("%s\n", j.dump().c_str());
+      std::fprintf(Out(), "%s\n", j.dump().c_str());
       return kExitOk;
     }
     // zfs's wording (-v) or its tab-separated lines (-P), on stderr: stdout is the stream.
     for (const auto& part : est->parts) {
       if (a.parsable) {
         if (part.from.empty()) {
-          std::fprintf(stderr, "full\t%s\t%llu\n", part.to.c_str(),
+          std::fprintf(Err(), "full\t%s\t%llu\n", part.to.c_str(),
                        static_cast<unsigned long long>(part.stream_bytes));
         } else {
-          std::fprintf(stderr, "incremental\t%s\t%s\t%llu\n", part.from.c_str(), part.to.c_str(),
+          std::fprintf(Err(), "incremental\t%s\t%s\t%llu\n", part.from.c_str(), part.to.c_str(),
                        static_cast<unsigned long long>(part.stream_bytes));
         }
       } else {
-        std::fprintf(stderr, "%s send of %s%s estimated size is %s\n",
+        std::fprintf(Err(), "%s send of %s%s estimated size is %s\n",
                      part.from.empty() ? "full" : "incremental", part.to.c_str(),
                      part.from.empty() ? "" : (" from " + part.from).c_str(),
                      poolcli::Bytes(part.stream_bytes, false).c_str());
       }
     }
     if (a.parsable) {
-      std::fprintf(stderr, "size\t%llu\n", static_cast<unsigned long long>(est->stream_bytes));
+      std::fprintf(Err(), "size\t%llu\n", static_cast<unsigned long long>(est->stream_bytes));
     } else {
-      std::fprintf(stderr, "total estimated size is %s\n",
+      std::fprintf(Err(), "total estimated size is %s\n",
                    poolcli::Bytes(est->stream_bytes, false).c_str());
     }
     if (a.dry_run) return kExitOk;
   }
-  std::fflush(stdout);
+  std::fflush(Out());
   const auto start = std::chrono::steady_clock::now();
   auto last = start;
   auto sent = pool::Send(
-      **p, o, [](std::span<const uint8_t> rec) { return WriteAllFd(1, rec); },
+      **p, o,
+      [out_fd = CurrentIo().out_fd](std::span<const uint8_t> rec) {
+        return WriteAllFd(out_fd, rec);
+      },
       [&](uint64_t bytes) {
         if (!a.verbose) return;
         const auto now = std::chrono::steady_clock::now();
         if (now - last < std::chrono::seconds(1)) return;
         last = now;
-        std::fprintf(stderr, "%s\t%s\n", poolcli::Bytes(bytes, false).c_str(), a.snapshot.c_str());
+        std::fprintf(Err(), "%s\t%s\n", poolcli::Bytes(bytes, false).c_str(), a.snapshot.c_str());
       });
   if (!sent.ok()) return ReportFailure(sent.status());
   if (a.verbose) {
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "sent %s in %.2f seconds (read %s from the pool)\n",
+    std::fprintf(Err(), "sent %s in %.2f seconds (read %s from the pool)\n",
                  poolcli::Bytes(sent->stream_bytes, false).c_str(), secs,
                  poolcli::Bytes(sent->bytes_read, false).c_str());
   }
@@ -175,7 +179,7 @@ int ZfsReceive(Context& ctx, const RecvArgs& a) {
       return ReportUsage("zfs receive: property '" + kv->first + "' specified multiple times");
     }
   }
-  if (::isatty(0)) {
+  if (CurrentIo().stdin_tty) {
     return ReportUsage(
         "zfs receive: the stream cannot be read from a terminal: redirect "
         "standard input");
@@ -185,15 +189,16 @@ int ZfsReceive(Context& ctx, const RecvArgs& a) {
   if ((*p)->GetDataset(volume).ok()) {
     // The same rules as zfs rollback: bound to a loop, open, served, an active PV: refused.
     if (Status busy = CheckNotInUse(ctx, {volume}); !busy.ok()) {
-      std::fprintf(stderr, "volstack: cannot receive into '%s': dataset is busy (%s)\n",
+      std::fprintf(Err(), "volstack: cannot receive into '%s': dataset is busy (%s)\n",
                    volume.c_str(), busy.message().c_str());
       return kExitFailure;
     }
     ctx.stack().Release({volume});
   }
-  pool::StreamReader reader([](uint8_t* dst, size_t n) -> Result<size_t> {
+  const int in_fd = CurrentIo().in_fd;
+  pool::StreamReader reader([in_fd](uint8_t* dst, size_t n) -> Result<size_t> {
     for (;;) {
-      const ssize_t r = ::read(0, dst, n);
+      const ssize_t r = ::read(in_fd, dst, n);
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) return Status::FromErrno(errno, "cannot read the stream from standard input");
       return static_cast<size_t>(r);
@@ -202,7 +207,7 @@ int ZfsReceive(Context& ctx, const RecvArgs& a) {
   const auto start = std::chrono::steady_clock::now();
   auto r = pool::Receive(**p, o, reader, [&](const pool::StreamBegin& b) {
     if (!a.verbose) return;
-    std::fprintf(stderr, "receiving %s stream of %s into %s%s\n",
+    std::fprintf(Err(), "receiving %s stream of %s into %s%s\n",
                  b.incremental() ? "incremental" : "full", b.toname.c_str(), volume.c_str(),
                  b.toname.substr(b.toname.find('@')).c_str());
   });
@@ -211,9 +216,9 @@ int ZfsReceive(Context& ctx, const RecvArgs& a) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (ctx.global.json) {
     nlohmann::json j{{"snapshots", r->snapshots}, {"size", r->stream_bytes}, {"seconds", secs}};
-    std::printf("%s\n", j.dump().c_str());
+    std::fprintf(Out(), "%s\n", j.dump().c_str());
   } else if (a.verbose) {
-    std::fprintf(stderr, "received %s stream in %.2f seconds\n",
+    std::fprintf(Err(), "received %s stream in %.2f seconds\n",
                  poolcli::Bytes(r->stream_bytes, false).c_str(), secs);
   }
   return kExitOk;

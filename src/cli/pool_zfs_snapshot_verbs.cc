@@ -10,6 +10,7 @@
 #include "cli/pool_common.h"
 #include "cli/verbs.h"
 #include "stack/stack.h"
+#include "util/request_io.h"
 
 namespace volstack::cli {
 
@@ -75,7 +76,7 @@ int ZfsRollback(Context& ctx, bool recursive, const std::string& name) {
   }
   // The same rules as zfs destroy: bound to a loop, open, served, an active PV: refused.
   if (Status busy = CheckNotInUse(ctx, {volume}); !busy.ok()) {
-    std::fprintf(stderr, "volstack: cannot rollback '%s': dataset is busy (%s)\n", volume.c_str(),
+    std::fprintf(Err(), "volstack: cannot rollback '%s': dataset is busy (%s)\n", volume.c_str(),
                  busy.message().c_str());
     return kExitFailure;
   }

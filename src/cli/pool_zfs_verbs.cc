@@ -8,6 +8,7 @@
 #include "cli/pool_common.h"
 #include "cli/verbs.h"
 #include "stack/stack.h"
+#include "util/request_io.h"
 #include "util/size.h"
 
 namespace volstack::cli {
@@ -251,7 +252,7 @@ int ZfsList(Context& ctx, const ListArgs& a) {
     }
   }
   if (rows == 0 && a.names.empty()) {
-    std::printf("no datasets available\n");
+    std::fprintf(Out(), "no datasets available\n");
     return rc;
   }
   if (rows > 0) t.Print(a.scripted);
@@ -296,17 +297,17 @@ int ZfsDestroySnapshot(Context& ctx, const DestroyArgs& a) {
   uint64_t freed = 0;
   if (a.dry_run || a.verbose) {
     for (const auto& c : snap->clones)
-      std::printf("%s destroy %s\n", a.dry_run ? "would" : "will", c.c_str());
+      std::fprintf(Out(), "%s destroy %s\n", a.dry_run ? "would" : "will", c.c_str());
     if (Status st = (*p)->DestroySnapshot(a.name, /*dry_run=*/true, &freed); !st.ok()) {
       return ReportFailure(st);
     }
-    std::printf("%s destroy %s\n%s reclaim %s\n", a.dry_run ? "would" : "will", a.name.c_str(),
-                a.dry_run ? "would" : "will", Bytes(freed, a.parsable).c_str());
+    std::fprintf(Out(), "%s destroy %s\n%s reclaim %s\n", a.dry_run ? "would" : "will",
+                 a.name.c_str(), a.dry_run ? "would" : "will", Bytes(freed, a.parsable).c_str());
     if (a.dry_run) return kExitOk;
   }
   if (!snap->clones.empty()) {
     if (Status busy = CheckNotInUse(ctx, snap->clones); !busy.ok()) {
-      std::fprintf(stderr, "volstack: cannot destroy '%s': dataset is busy (%s)\n", a.name.c_str(),
+      std::fprintf(Err(), "volstack: cannot destroy '%s': dataset is busy (%s)\n", a.name.c_str(),
                    busy.message().c_str());
       return kExitFailure;
     }
@@ -329,7 +330,7 @@ int ZfsDestroy(Context& ctx, const DestroyArgs& a) {
     auto p = poolcli::OpenPool(ctx, name);
     if (!p.ok()) return ReportFailure(p.status());
     if (!recursive) {
-      std::fprintf(stderr,
+      std::fprintf(Err(),
                    "volstack: cannot destroy '%s': operation does not apply to pools\n"
                    "use 'zfs destroy -r %s' to destroy all datasets in the pool\n"
                    "use 'zpool destroy %s' to destroy the pool itself\n",
@@ -341,7 +342,7 @@ int ZfsDestroy(Context& ctx, const DestroyArgs& a) {
       if (d.type == "volume") volumes.push_back(d.name);
     }
     if (Status busy = CheckNotInUse(ctx, volumes); !busy.ok()) {
-      std::fprintf(stderr, "volstack: cannot destroy '%s': dataset is busy (%s)\n", name.c_str(),
+      std::fprintf(Err(), "volstack: cannot destroy '%s': dataset is busy (%s)\n", name.c_str(),
                    busy.message().c_str());
       return kExitFailure;
     }
@@ -355,7 +356,7 @@ int ZfsDestroy(Context& ctx, const DestroyArgs& a) {
   auto p = PoolOf(ctx, name, false);
   if (!p.ok()) return ReportFailure(p.status());
   if (Status busy = CheckNotInUse(ctx, {name}); !busy.ok()) {
-    std::fprintf(stderr, "volstack: cannot destroy '%s': dataset is busy (%s)\n", name.c_str(),
+    std::fprintf(Err(), "volstack: cannot destroy '%s': dataset is busy (%s)\n", name.c_str(),
                  busy.message().c_str());
     return kExitFailure;
   }

@@ -17,6 +17,7 @@
 #include "pool/memory_bounds.h"
 #include "pool/vdev.h"
 #include "remote/remote_device.h"
+#include "util/request_io.h"
 #include "util/state_file.h"
 
 namespace volstack::cli {
@@ -180,7 +181,7 @@ int ZpoolList(Context& ctx, const ListArgs& a) {
       i.health = "UNAVAIL";
       for (auto& col : cols)
         row.push_back(col == "name" || col == "health" ? PoolProp(i, col, a.parsable) : "-");
-      std::fprintf(stderr, "volstack: %s\n", p.status().ToString().c_str());
+      std::fprintf(Err(), "volstack: %s\n", p.status().ToString().c_str());
     } else {
       auto info = (*p)->Info();
       for (auto& col : cols) row.push_back(PoolProp(info, col, a.parsable));
@@ -189,7 +190,7 @@ int ZpoolList(Context& ctx, const ListArgs& a) {
     rows++;
   }
   if (pools->empty() && wanted.empty()) {
-    std::printf("no pools available\n");
+    std::fprintf(Out(), "no pools available\n");
     return kExitOk;
   }
   if (rows > 0) t.Print(a.scripted);
@@ -200,23 +201,25 @@ int ZpoolStatus(Context& ctx, const std::vector<std::string>& names, bool verbos
   auto pools = poolcli::ReadCache(ctx);
   if (!pools.ok()) return ReportFailure(pools.status());
   if (pools->empty() && names.empty()) {
-    std::printf("no pools available\n");
+    std::fprintf(Out(), "no pools available\n");
     return kExitOk;
   }
   int rc = kExitOk;
   bool first = true;
   for (const auto& c : *pools) {
     if (!names.empty() && std::find(names.begin(), names.end(), c.name) == names.end()) continue;
-    if (!first) std::printf("\n");
+    if (!first) std::fprintf(Out(), "\n");
     first = false;
     auto p = poolcli::OpenPool(ctx, c.name, true);
-    std::printf("  pool: %s\n", c.name.c_str());
+    std::fprintf(Out(), "  pool: %s\n", c.name.c_str());
     if (!p.ok()) {
-      std::printf(" state: UNAVAIL\nstatus: %s\nconfig:\n\n", p.status().ToString().c_str());
+      std::fprintf(Out(), " state: UNAVAIL\nstatus: %s\nconfig:\n\n",
+                   p.status().ToString().c_str());
       size_t w = c.name.size();
       for (auto& v : c.vdevs) w = std::max(w, v.size() + 2);
-      std::printf("\t%-*s  UNAVAIL\n", static_cast<int>(w), c.name.c_str());
-      for (auto& v : c.vdevs) std::printf("\t  %-*s  -\n", static_cast<int>(w - 2), v.c_str());
+      std::fprintf(Out(), "\t%-*s  UNAVAIL\n", static_cast<int>(w), c.name.c_str());
+      for (auto& v : c.vdevs)
+        std::fprintf(Out(), "\t  %-*s  -\n", static_cast<int>(w - 2), v.c_str());
       rc = kExitFailure;
       continue;
     }
@@ -247,14 +250,14 @@ int ZpoolExportOrDestroy(Context& ctx, const std::string& name, bool destroy, bo
   const int code = p.ok() ? 0 : p.status().code();
   if (code == ENOENT || code == EIO || code == EUCLEAN || code == EINVAL) {
     if (destroy && !force) {
-      std::fprintf(stderr,
+      std::fprintf(Err(),
                    "volstack: cannot destroy '%s': %s\n"
                    "use 'zpool export %s' or 'zpool destroy -f %s' to forget it; its vdevs "
                    "are left as they are\n",
                    name.c_str(), p.status().message().c_str(), name.c_str(), name.c_str());
       return kExitFailure;
     }
-    std::fprintf(stderr, "volstack: %s: %s; forgotten, its vdevs left as they are\n", name.c_str(),
+    std::fprintf(Err(), "volstack: %s: %s; forgotten, its vdevs left as they are\n", name.c_str(),
                  p.status().message().c_str());
     if (Status c = poolcli::RemoveFromCache(ctx, name); !c.ok()) return ReportFailure(c);
     return kExitOk;
@@ -265,7 +268,7 @@ int ZpoolExportOrDestroy(Context& ctx, const std::string& name, bool destroy, bo
     if (d.type == "volume") volumes.push_back(d.name);
   }
   if (Status busy = destroy || !force ? CheckNotInUse(ctx, volumes) : Status::Ok(); !busy.ok()) {
-    std::fprintf(stderr, "volstack: cannot %s '%s': pool is busy (%s)\n",
+    std::fprintf(Err(), "volstack: cannot %s '%s': pool is busy (%s)\n",
                  destroy ? "destroy" : "export", name.c_str(), busy.message().c_str());
     return kExitFailure;
   }
@@ -289,7 +292,7 @@ std::vector<std::pair<std::string, bdev::BlockDevicePtr>> ScanDirs(
       if (d.ok()) {
         out.emplace_back(dir, *d);
       } else {
-        std::fprintf(stderr, "volstack: %s\n", d.status().ToString().c_str());
+        std::fprintf(Err(), "volstack: %s\n", d.status().ToString().c_str());
       }
       continue;
     }
@@ -364,36 +367,36 @@ int ZpoolImport(Context& ctx, ImportArgs a) {
               found.end());
   if (args.empty()) {
     if (found.empty()) {
-      std::fprintf(stderr, "no pools available to import\n");
+      std::fprintf(Err(), "no pools available to import\n");
       return kExitFailure;
     }
     bool first = true;
     for (const auto& p : found) {
-      if (!first) std::printf("\n");
+      if (!first) std::fprintf(Out(), "\n");
       first = false;
-      std::printf("   pool: %s\n     id: %llu\n  state: %s\n", p.name.c_str(),
-                  static_cast<unsigned long long>(p.guid), p.complete() ? "ONLINE" : "UNAVAIL");
+      std::fprintf(Out(), "   pool: %s\n     id: %llu\n  state: %s\n", p.name.c_str(),
+                   static_cast<unsigned long long>(p.guid), p.complete() ? "ONLINE" : "UNAVAIL");
       if (!p.complete()) {
-        std::printf(
-            " status: One or more devices are missing from the system.\n"
-            " action: The pool cannot be imported. Attach the missing devices and try "
-            "again.\n");
+        std::fprintf(Out(),
+                     " status: One or more devices are missing from the system.\n"
+                     " action: The pool cannot be imported. Attach the missing devices and try "
+                     "again.\n");
       } else if (p.state == "ACTIVE") {
-        std::printf(
-            " action: The pool can be imported using its name or numeric identifier "
-            "and\n\tthe '-f' flag.\n");
+        std::fprintf(Out(),
+                     " action: The pool can be imported using its name or numeric identifier "
+                     "and\n\tthe '-f' flag.\n");
       } else {
-        std::printf(
-            " action: The pool can be imported using its name or numeric "
-            "identifier.\n");
+        std::fprintf(Out(),
+                     " action: The pool can be imported using its name or numeric "
+                     "identifier.\n");
       }
-      std::printf(" config:\n\n");
+      std::fprintf(Out(), " config:\n\n");
       size_t w = p.name.size();
       for (auto& [id, path] : p.vdevs) w = std::max(w, path.size() + 2);
-      std::printf("\t%-*s  %s\n", static_cast<int>(w), p.name.c_str(),
-                  p.complete() ? "ONLINE" : "UNAVAIL");
+      std::fprintf(Out(), "\t%-*s  %s\n", static_cast<int>(w), p.name.c_str(),
+                   p.complete() ? "ONLINE" : "UNAVAIL");
       for (auto& [id, path] : p.vdevs) {
-        std::printf("\t  %-*s  ONLINE\n", static_cast<int>(w - 2), path.c_str());
+        std::fprintf(Out(), "\t  %-*s  ONLINE\n", static_cast<int>(w - 2), path.c_str());
       }
     }
     return kExitOk;
@@ -451,22 +454,22 @@ int ZpoolImport(Context& ctx, ImportArgs a) {
   if (Status st = (*imported)->Close(); !st.ok()) return ReportFailure(st);
   if (io.read_only) {
     if (report.rewound()) {
-      std::printf(
-          "Would be able to return %s to its state as of %s.\n"
-          "Would discard approximately %llu seconds of transactions (%s).\n",
-          p.name.c_str(), LocalTime(report.imported_time).c_str(),
-          static_cast<unsigned long long>(report.lost_seconds), report.LostTxgs().c_str());
+      std::fprintf(Out(),
+                   "Would be able to return %s to its state as of %s.\n"
+                   "Would discard approximately %llu seconds of transactions (%s).\n",
+                   p.name.c_str(), LocalTime(report.imported_time).c_str(),
+                   static_cast<unsigned long long>(report.lost_seconds), report.LostTxgs().c_str());
     } else {
-      std::printf("%s can be imported without discarding anything.\n", p.name.c_str());
+      std::fprintf(Out(), "%s can be imported without discarding anything.\n", p.name.c_str());
     }
     return kExitOk;
   }
   if (report.rewound()) {
-    std::printf(
-        "Pool %s returned to its state as of %s.\n"
-        "Discarded approximately %llu seconds of transactions (%s).\n",
-        p.name.c_str(), LocalTime(report.imported_time).c_str(),
-        static_cast<unsigned long long>(report.lost_seconds), report.LostTxgs().c_str());
+    std::fprintf(Out(),
+                 "Pool %s returned to its state as of %s.\n"
+                 "Discarded approximately %llu seconds of transactions (%s).\n",
+                 p.name.c_str(), LocalTime(report.imported_time).c_str(),
+                 static_cast<unsigned long long>(report.lost_seconds), report.LostTxgs().c_str());
   }
   if (Status st = poolcli::AddToCache(ctx, {p.name, p.guid, names}); !st.ok()) {
     return ReportFailure(st);

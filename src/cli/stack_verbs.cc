@@ -11,6 +11,7 @@
 #include "stack/control_socket.h"
 #include "stack/daemon.h"
 #include "stack/stack.h"
+#include "util/request_io.h"
 #include "util/state_file.h"
 
 namespace volstack::cli {
@@ -19,11 +20,17 @@ namespace {
 
 stack::Daemon::Hooks MakeHooks() {
   stack::Daemon::Hooks hooks;
-  hooks.handle_request = [](stack::Stack& live, const stack::ControlRequest& request) {
+  hooks.handle_request = [](stack::Stack& live,
+                            const stack::ControlRequest& request) -> Result<int> {
+    // These start or serve a stack of their own; a client never forwards them.
+    if (request.verb == "daemon" || request.verb == "bench" || request.verb == "devfs") {
+      return Status::InvalidArgument("the daemon does not run '" + request.verb + "'");
+    }
     std::vector<char*> argv;
     for (const auto& a : request.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     const int code = Main(static_cast<int>(request.argv.size()), argv.data(), &live);
+    std::fflush(Out());
     live.Reconcile();
     return code;
   };
@@ -70,7 +77,7 @@ int StartDaemonInBackground(const stack::StateDir& state) {
   ::close(ready_pipe[0]);
   if (msg == "ok") return kExitOk;
   // The daemon runs even when part of the stack could not come up; say what is missing.
-  std::fprintf(stderr, "volstack: %s\n", msg.empty() ? "daemon failed to start" : msg.c_str());
+  std::fprintf(Err(), "volstack: %s\n", msg.empty() ? "daemon failed to start" : msg.c_str());
   return kExitFailure;
 }
 
@@ -86,7 +93,7 @@ void RegisterStackVerbs(CLI::App& app, Context& ctx) {
         }
         if (!*foreground) return StartDaemonInBackground(state);
         Status s = stack::Daemon::Run(state, MakeHooks(), [](Status up) {
-          if (!up.ok()) std::fprintf(stderr, "volstack: %s\n", up.ToString().c_str());
+          if (!up.ok()) std::fprintf(Err(), "volstack: %s\n", up.ToString().c_str());
         });
         return s.ok() ? kExitOk : ReportFailure(s);
       });
@@ -104,7 +111,7 @@ void RegisterStackVerbs(CLI::App& app, Context& ctx) {
   auto* down = AddVerb(app, ctx, "down", "Flush and take the stack down", [&ctx, force] {
     stack::Stack& live = ctx.stack();
     if (!live.live()) {
-      std::fprintf(stderr, "volstack: no daemon is running for %s\n", ctx.global.state_dir.c_str());
+      std::fprintf(Err(), "volstack: no daemon is running for %s\n", ctx.global.state_dir.c_str());
       return kExitOk;
     }
     Status s = live.Down(*force);
@@ -115,6 +122,7 @@ void RegisterStackVerbs(CLI::App& app, Context& ctx) {
   down->add_flag("--force", *force, "Take down even what a loop device or mount still uses");
 
   AddVerb(app, ctx, "status", "Show the stack as a tree", [&ctx] { return PrintStatus(ctx); });
+  RegisterJobsVerb(app, ctx);
 }
 
 }  // namespace volstack::cli

@@ -22,6 +22,7 @@
 #include "export/loop_bindings.h"
 #include "stack/nbd_listeners.h"
 #include "stack/stack.h"
+#include "util/request_io.h"
 
 namespace volstack::cli {
 
@@ -78,23 +79,23 @@ json ExportsOf(const std::string& name, const DeviceUsage& usage, bool active,
 
 void PrintExports(const json& e, const std::string& indent) {
   if (!e["devfs"].is_null()) {
-    std::printf("%sdevfs %s\n", indent.c_str(), e["devfs"].get<std::string>().c_str());
+    std::fprintf(Out(), "%sdevfs %s\n", indent.c_str(), e["devfs"].get<std::string>().c_str());
   }
   for (const auto& l : e["loops"]) {
-    std::printf("%sloop %s  %u-byte sectors%s%s\n", indent.c_str(),
-                l["device"].get<std::string>().c_str(), l["sector_size"].get<uint32_t>(),
-                l["read_only"].get<bool>() ? "  read-only" : "",
-                l["bound"].get<bool>() ? "" : "  (not bound; restored at up)");
+    std::fprintf(Out(), "%sloop %s  %u-byte sectors%s%s\n", indent.c_str(),
+                 l["device"].get<std::string>().c_str(), l["sector_size"].get<uint32_t>(),
+                 l["read_only"].get<bool>() ? "  read-only" : "",
+                 l["bound"].get<bool>() ? "" : "  (not bound; restored at up)");
     for (const auto& m : l["mounts"]) {
-      std::printf("%s  mounted on %s (%s)\n", indent.c_str(),
-                  m["mount_point"].get<std::string>().c_str(),
-                  m["fstype"].get<std::string>().c_str());
+      std::fprintf(Out(), "%s  mounted on %s (%s)\n", indent.c_str(),
+                   m["mount_point"].get<std::string>().c_str(),
+                   m["fstype"].get<std::string>().c_str());
     }
   }
   for (const auto& n : e["nbd"]) {
-    std::printf("%snbd %s export %s  %s\n", indent.c_str(), n["address"].get<std::string>().c_str(),
-                n["export"].get<std::string>().c_str(),
-                n["serving"].get<bool>() ? "serving" : "stopped (restored at up)");
+    std::fprintf(Out(), "%snbd %s export %s  %s\n", indent.c_str(),
+                 n["address"].get<std::string>().c_str(), n["export"].get<std::string>().c_str(),
+                 n["serving"].get<bool>() ? "serving" : "stopped (restored at up)");
   }
 }
 
@@ -107,10 +108,10 @@ int PrintStatus(const Context& ctx) {
   const std::string devfs_dir = daemon ? daemon->devfs_dir() : "";
   const DeviceUsage usage = DeviceUsage::Snapshot(ctx);
   auto loops = exportfs::LoadLoopBindings(ctx.global.state_dir);
-  if (!loops.ok()) std::fprintf(stderr, "volstack: %s\n", loops.status().ToString().c_str());
+  if (!loops.ok()) std::fprintf(Err(), "volstack: %s\n", loops.status().ToString().c_str());
   const auto recorded_loops = loops.ok() ? *loops : std::vector<exportfs::LoopBinding>{};
   auto nbd = stk.nbd().List();
-  if (!nbd.ok()) std::fprintf(stderr, "volstack: %s\n", nbd.status().ToString().c_str());
+  if (!nbd.ok()) std::fprintf(Err(), "volstack: %s\n", nbd.status().ToString().c_str());
   const auto listeners = nbd.ok() ? *nbd : std::vector<stack::NbdListenerStatus>{};
   const auto active_list = lvmcli::ReadListFile(lvmcli::ActiveFile(ctx));
   const std::set<std::string> at_up(active_list.begin(), active_list.end());
@@ -131,7 +132,7 @@ int PrintStatus(const Context& ctx) {
   // Pools, their vdevs and volumes.
   json pools = json::array();
   auto cached = poolcli::ReadCache(ctx);
-  if (!cached.ok()) std::fprintf(stderr, "volstack: %s\n", cached.status().ToString().c_str());
+  if (!cached.ok()) std::fprintf(Err(), "volstack: %s\n", cached.status().ToString().c_str());
   const auto unavailable =
       daemon ? daemon->UnavailablePools() : std::map<std::string, std::string>{};
   for (const auto& entry : cached.ok() ? *cached : std::vector<poolcli::CachedPool>{}) {
@@ -205,50 +206,52 @@ int PrintStatus(const Context& ctx) {
   tree["vgs"] = vgs;
 
   if (ctx.global.json) {
-    std::printf("%s\n", tree.dump(2).c_str());
+    std::fprintf(Out(), "%s\n", tree.dump(2).c_str());
     return kExitOk;
   }
   std::string reason = daemon ? daemon->devfs_transport_reason() : "";
   if (!reason.empty()) reason = ": " + reason;
-  std::printf(
-      "stack %s (%s)\n", ctx.global.state_dir.c_str(),
+  std::fprintf(
+      Out(), "stack %s (%s)\n", ctx.global.state_dir.c_str(),
       daemon ? ("daemon running, devfs " + devfs_dir + ", FUSE transport " + transport + reason)
                    .c_str()
              : "no daemon");
   auto size = [](const json& j) { return poolcli::Bytes(j.get<uint64_t>(), false); };
   for (const auto& p : pools) {
-    std::printf("  pool %s  %s", p["name"].get<std::string>().c_str(),
-                p["health"].get<std::string>().c_str());
+    std::fprintf(Out(), "  pool %s  %s", p["name"].get<std::string>().c_str(),
+                 p["health"].get<std::string>().c_str());
     if (p.contains("size")) {
-      std::printf("  size %s  alloc %s", size(p["size"]).c_str(), size(p["allocated"]).c_str());
+      std::fprintf(Out(), "  size %s  alloc %s", size(p["size"]).c_str(),
+                   size(p["allocated"]).c_str());
     }
-    if (p.contains("reason")) std::printf("  (%s)", p["reason"].get<std::string>().c_str());
-    std::printf("\n");
-    for (const auto& v : p["vdevs"]) std::printf("    vdev %s\n", v.get<std::string>().c_str());
+    if (p.contains("reason")) std::fprintf(Out(), "  (%s)", p["reason"].get<std::string>().c_str());
+    std::fprintf(Out(), "\n");
+    for (const auto& v : p["vdevs"])
+      std::fprintf(Out(), "    vdev %s\n", v.get<std::string>().c_str());
     for (const auto& v : p["volumes"]) {
-      std::printf("    volume %s  %s  volblocksize %s%s\n", v["name"].get<std::string>().c_str(),
-                  size(v["size"]).c_str(), size(v["volblocksize"]).c_str(),
-                  v["active"].get<bool>() ? "  active" : "");
+      std::fprintf(Out(), "    volume %s  %s  volblocksize %s%s\n",
+                   v["name"].get<std::string>().c_str(), size(v["size"]).c_str(),
+                   size(v["volblocksize"]).c_str(), v["active"].get<bool>() ? "  active" : "");
       if (!v["pv_of"].get<std::string>().empty()) {
-        std::printf("      PV of VG %s\n", v["pv_of"].get<std::string>().c_str());
+        std::fprintf(Out(), "      PV of VG %s\n", v["pv_of"].get<std::string>().c_str());
       }
       PrintExports(v["exports"], "      ");
     }
   }
   for (const auto& v : vgs) {
-    std::printf("  vg %s  size %s  free %s%s\n", v["name"].get<std::string>().c_str(),
-                size(v["size"]).c_str(), size(v["free"]).c_str(),
-                v["partial"].get<bool>() ? "  PARTIAL" : "");
+    std::fprintf(Out(), "  vg %s  size %s  free %s%s\n", v["name"].get<std::string>().c_str(),
+                 size(v["size"]).c_str(), size(v["free"]).c_str(),
+                 v["partial"].get<bool>() ? "  PARTIAL" : "");
     for (const auto& pv : v["pvs"]) {
-      std::printf("    pv %s  %s%s\n", pv["name"].get<std::string>().c_str(),
-                  size(pv["size"]).c_str(), pv["missing"].get<bool>() ? "  MISSING" : "");
+      std::fprintf(Out(), "    pv %s  %s%s\n", pv["name"].get<std::string>().c_str(),
+                   size(pv["size"]).c_str(), pv["missing"].get<bool>() ? "  MISSING" : "");
     }
     for (const auto& lv : v["lvs"]) {
       const char* state = lv["active"].get<bool>()         ? "active"
                           : lv["active_at_up"].get<bool>() ? "inactive (active at up)"
                                                            : "inactive";
-      std::printf("    lv %s  %s  %s\n", lv["name"].get<std::string>().c_str(),
-                  size(lv["size"]).c_str(), state);
+      std::fprintf(Out(), "    lv %s  %s  %s\n", lv["name"].get<std::string>().c_str(),
+                   size(lv["size"]).c_str(), state);
       PrintExports(lv["exports"], "      ");
     }
   }

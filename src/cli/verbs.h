@@ -12,5 +12,6 @@ void RegisterLvmVerbs(CLI::App& app, Context& ctx);     // pvcreate, vgs, lvcrea
 void RegisterExportVerbs(CLI::App& app, Context& ctx);  // devfs, losetup, nbd
 void RegisterStackVerbs(CLI::App& app, Context& ctx);   // up, down, status, daemon
 void RegisterBenchVerbs(CLI::App& app, Context& ctx);   // bench
+void RegisterJobsVerb(CLI::App& app, Context& ctx);     // jobs (stack_jobs_verb.cc)
 
 }  // namespace volstack::cli

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/file_util.h"
+#include "util/format_version.h"
 #include "util/state_file.h"
 
 namespace volstack::exportfs {
@@ -15,13 +16,25 @@ std::string LoopBindingsPath(const std::string& state_dir) { return state_dir + 
 
 namespace {
 
+constexpr uint64_t kLoopBindingsVersion = 1;
+
 Result<std::vector<LoopBinding>> ParseLoopBindings(const std::string& path,
                                                    const std::string& text) {
   std::vector<LoopBinding> loops;
   const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("loops") ||
-      !doc["loops"].is_array()) {
+  if (doc.is_discarded() || !doc.is_object()) {
     return Status::Corruption(path + ": not a loop bindings file");
+  }
+  std::optional<uint64_t> version;  // none in a file from before versions were written
+  if (doc.contains("version")) {
+    if (!doc["version"].is_number_unsigned()) {
+      return Status::Corruption(path + ": field 'version' is not a number");
+    }
+    version = doc["version"].get<uint64_t>();
+  }
+  VS_RETURN_IF_ERROR(CheckFormatVersion(path, version, kLoopBindingsVersion));
+  if (!doc.contains("loops") || !doc["loops"].is_array()) {
+    return Status::Corruption(path + ": field 'loops' is missing or not a list");
   }
   for (const auto& j : doc["loops"]) {
     if (!j.is_object() || !j.contains("device") || !j["device"].is_string() ||
@@ -50,7 +63,7 @@ std::string FormatLoopBindings(const std::vector<LoopBinding>& loops) {
                    {"direct_io", b.direct_io},
                    {"read_only", b.read_only}});
   }
-  return nlohmann::json{{"loops", arr}}.dump(2) + "\n";
+  return nlohmann::json{{"version", kLoopBindingsVersion}, {"loops", arr}}.dump(2) + "\n";
 }
 
 }  // namespace

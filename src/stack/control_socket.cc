@@ -2,46 +2,29 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
-#include <functional>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "util/coding.h"
+#include "util/request_io.h"
 
 namespace volstack::stack {
 
 namespace {
 
-constexpr uint32_t kMaxMessage = 1 << 20;
+// How long a connection may take to say hello and send its request.
+constexpr int kIdleTimeoutSeconds = 10;
 
-// The request running on this thread, for ReleaseCurrentRequest.
-struct RunningRequest {
-  std::unique_lock<std::mutex>* lock = nullptr;
-  int saved[3] = {-1, -1, -1};
-  std::string old_cwd;
-  bool released = false;
-  std::function<void()> on_release;  // counts the request as released in its server
-};
-thread_local RunningRequest* t_request = nullptr;
-
-void RestoreProcessState(RunningRequest& r) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  for (int i = 0; i < 3; i++) {
-    ::dup2(r.saved[i], i);
-    ::close(r.saved[i]);
-    r.saved[i] = -1;
-  }
-  if (!r.old_cwd.empty() && ::chdir(r.old_cwd.c_str()) != 0) {
-  }
-}
+// The request lock of the request running on this thread, for ReleaseCurrentRequest.
+thread_local std::unique_lock<std::mutex>* t_request_lock = nullptr;
 
 Result<sockaddr_un> SocketAddress(const std::string& path) {
   sockaddr_un addr{};
@@ -73,6 +56,7 @@ Status RecvAll(int fd, void* data, size_t n) {
     const ssize_t r = ::recv(fd, p, n, 0);
     if (r < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN) return Status::FromErrno(ETIMEDOUT, "control socket: client silent");
       return ErrnoStatus("control socket receive");
     }
     if (r == 0) return Status::FromErrno(ECONNRESET, "control socket closed");
@@ -82,21 +66,12 @@ Status RecvAll(int fd, void* data, size_t n) {
   return Status::Ok();
 }
 
-Result<std::string> RecvMessage(int fd) {
-  uint8_t len_bytes[4];
-  VS_RETURN_IF_ERROR(RecvAll(fd, len_bytes, 4));
-  const uint32_t len = DecodeLE32(len_bytes);
-  if (len > kMaxMessage) return Status::Corruption("control message too large");
-  std::string body(len, '\0');
-  VS_RETURN_IF_ERROR(RecvAll(fd, body.data(), len));
-  return body;
-}
-
-Status SendMessage(int fd, const std::string& body) {
-  uint8_t len_bytes[4];
-  EncodeLE32(len_bytes, static_cast<uint32_t>(body.size()));
-  VS_RETURN_IF_ERROR(SendAll(fd, len_bytes, 4));
-  return SendAll(fd, body.data(), body.size());
+Status CheckLength(uint32_t len) {
+  if (len > kMaxMessageBytes) {
+    return Status::Corruption("control protocol: a frame of " + std::to_string(len) +
+                              " bytes (at most " + std::to_string(kMaxMessageBytes) + ")");
+  }
+  return Status::Ok();
 }
 
 Result<int> Connect(const std::string& socket_path) {
@@ -111,7 +86,53 @@ Result<int> Connect(const std::string& socket_path) {
   return fd;
 }
 
+// A request frame: the length prefix travels with the client's three descriptors.
+Result<std::string> RecvFrameWithFds(int conn, int fds[3]) {
+  uint8_t len_bytes[4];
+  char control[CMSG_SPACE(3 * sizeof(int))];
+  iovec iov{len_bytes, sizeof len_bytes};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  const ssize_t n = ::recvmsg(conn, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    int got[3] = {-1, -1, -1};
+    std::memcpy(got, CMSG_DATA(c), std::min<size_t>(count, 3) * sizeof(int));
+    for (size_t i = 0; i < std::min<size_t>(count, 3); i++) fds[i] = got[i];
+  }
+  if (n < 0) return ErrnoStatus("control socket receive");
+  if (n != 4) return Status::FromErrno(ECONNRESET, "control socket closed");
+  if (msg.msg_flags & MSG_CTRUNC)
+    return Status::Corruption("control protocol: too many descriptors");
+  const uint32_t len = DecodeLE32(len_bytes);
+  VS_RETURN_IF_ERROR(CheckLength(len));
+  std::string body(len, '\0');
+  VS_RETURN_IF_ERROR(RecvAll(conn, body.data(), len));
+  return body;
+}
+
 }  // namespace
+
+Status SendFrame(int fd, const std::string& body) {
+  uint8_t len_bytes[4];
+  EncodeLE32(len_bytes, static_cast<uint32_t>(body.size()));
+  VS_RETURN_IF_ERROR(SendAll(fd, len_bytes, 4));
+  return SendAll(fd, body.data(), body.size());
+}
+
+Result<std::string> RecvFrame(int fd) {
+  uint8_t len_bytes[4];
+  VS_RETURN_IF_ERROR(RecvAll(fd, len_bytes, 4));
+  const uint32_t len = DecodeLE32(len_bytes);
+  VS_RETURN_IF_ERROR(CheckLength(len));
+  std::string body(len, '\0');
+  VS_RETURN_IF_ERROR(RecvAll(fd, body.data(), len));
+  return body;
+}
 
 bool DaemonIsRunning(const std::string& socket_path) {
   auto fd = Connect(socket_path);
@@ -146,31 +167,23 @@ ControlServer::ControlServer(std::string socket_path, int listen_fd, Handler han
 }
 
 void ControlServer::ReleaseCurrentRequest() {
-  RunningRequest* r = t_request;
-  if (r == nullptr || r->released) return;
-  RestoreProcessState(*r);
-  r->released = true;
-  r->on_release();
-  r->lock->unlock();
+  if (t_request_lock != nullptr && t_request_lock->owns_lock()) t_request_lock->unlock();
 }
 
 void ControlServer::ReacquireCurrentRequest() {
-  RunningRequest* r = t_request;
-  if (r == nullptr || !r->released || r->lock->owns_lock()) return;
-  r->lock->lock();
+  if (t_request_lock != nullptr && !t_request_lock->owns_lock()) t_request_lock->lock();
 }
 
 ControlServer::~ControlServer() {
   stopping_ = true;
   ::shutdown(listen_fd_, SHUT_RDWR);
   if (acceptor_.joinable()) acceptor_.join();
+  // Connection threads use this object until they end: a silent client times out, a request
+  // finishes (jobs are stopped before the server, so no request waits on one for long).
   {
-    // Requests that let the others run must finish before the lock they return to goes.
-    std::unique_lock l(released_mu_);
-    released_cv_.wait(l, [this] { return released_ == 0; });
+    std::unique_lock l(conn_mu_);
+    conn_cv_.wait(l, [this] { return connections_ == 0; });
   }
-  // Wait for a request still running; connection threads touch nothing of ours after it.
-  std::lock_guard lock(request_mu_);
   ::close(listen_fd_);
   ::unlink(socket_path_.c_str());
 }
@@ -181,11 +194,18 @@ void ControlServer::AcceptLoop() {
     if (::poll(&p, 1, 200) <= 0) continue;
     const int conn = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (conn < 0) continue;
-    // Requests are short and serialized; a thread per connection keeps a slow client from
-    // blocking the acceptor (it then waits on request_mu_).
+    {
+      std::lock_guard l(conn_mu_);
+      connections_++;
+    }
+    // A thread per connection: a slow or silent client holds up no one, and each request
+    // gets its own streams and working directory.
     std::thread([this, conn] {
       Serve(conn);
       ::close(conn);
+      std::lock_guard l(conn_mu_);
+      connections_--;
+      conn_cv_.notify_all();
     }).detach();
   }
 }
@@ -196,87 +216,134 @@ void ControlServer::Serve(int conn) {
   socklen_t cred_len = sizeof cred;
   if (::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
       (cred.uid != 0 && cred.uid != ::getuid())) {
+    SendFrame(conn, EncodeError("only root may use the volstack daemon")).IgnoreError();
     return;
   }
-  // The first message carries three fds; receive them with the length prefix.
-  uint8_t len_bytes[4];
-  char control[CMSG_SPACE(3 * sizeof(int))];
-  iovec iov{len_bytes, sizeof len_bytes};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  if (::recvmsg(conn, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL) != 4) return;
-  int fds[3] = {-1, -1, -1};
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-        c->cmsg_len == CMSG_LEN(3 * sizeof(int))) {
-      std::memcpy(fds, CMSG_DATA(c), sizeof fds);
-    }
+  timeval tv{kIdleTimeoutSeconds, 0};
+  ::setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  auto refuse = [conn](const Status& why) {
+    SendFrame(conn, EncodeError(why.message())).IgnoreError();
+  };
+  auto hello = RecvFrame(conn);
+  if (!hello.ok()) {
+    if (hello.status().IsCorruption()) refuse(hello.status());
+    return;
   }
+  auto version = DecodeHello(*hello);
+  if (!version.ok()) return refuse(version.status());
+  if (*version != kProtocolVersion) {
+    return refuse(Status::FromErrno(
+        EPROTO, "the daemon speaks control protocol version " + std::to_string(kProtocolVersion) +
+                    ", this volstack speaks version " + std::to_string(*version) +
+                    ": use the volstack that started the daemon, or restart it (volstack down; "
+                    "volstack up)"));
+  }
+  if (!SendFrame(conn, EncodeHello(kProtocolVersion)).ok()) return;
+
+  int fds[3] = {-1, -1, -1};
+  auto body = RecvFrameWithFds(conn, fds);
   auto close_fds = [&fds] {
     for (int& f : fds) {
       if (f >= 0) ::close(f);
       f = -1;
     }
   };
-  const uint32_t len = DecodeLE32(len_bytes);
-  if (fds[0] < 0 || len > kMaxMessage) return close_fds();
-  std::string body(len, '\0');
-  if (!RecvAll(conn, body.data(), len).ok()) return close_fds();
-  ControlRequest request;
-  try {
-    auto j = nlohmann::json::parse(body);
-    request.argv = j.at("argv").get<std::vector<std::string>>();
-    request.cwd = j.value("cwd", "/");
-  } catch (const std::exception&) {
-    return close_fds();
+  if (!body.ok()) {
+    close_fds();
+    if (body.status().IsCorruption()) refuse(body.status());
+    return;
   }
-  int exit_code = 1;
-  bool released = false;
-  {
-    std::unique_lock lock(request_mu_);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    RunningRequest running;
-    running.lock = &lock;
-    for (int i = 0; i < 3; i++) running.saved[i] = ::dup(i);
-    for (int i = 0; i < 3; i++) ::dup2(fds[i], i);
-    char old_cwd[4096];
-    if (::getcwd(old_cwd, sizeof old_cwd) != nullptr) running.old_cwd = old_cwd;
-    if (::chdir(request.cwd.c_str()) != 0) {
-      // Relative paths would resolve elsewhere; run from / and let them fail visibly.
-      if (::chdir("/") != 0) {
-      }
+  auto request = DecodeRequest(*body);
+  if (!request.ok()) {
+    close_fds();
+    return refuse(request.status());
+  }
+  if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
+    close_fds();
+    return refuse(Status::Corruption(
+        "control protocol: a request must carry stdin, stdout and stderr descriptors"));
+  }
+  RunRequest(conn, std::move(*request), fds);
+}
+
+void ControlServer::RunRequest(int conn, ControlRequest request, int fds[3]) {
+  // This thread's working directory becomes the client's; the daemon's stays where it is.
+  if (::unshare(CLONE_FS) != 0) {
+    for (int i = 0; i < 3; i++) ::close(fds[i]);
+    SendFrame(conn, EncodeError(ErrnoStatus("cannot give the request a working directory of its "
+                                            "own (unshare CLONE_FS)")
+                                    .message()))
+        .IgnoreError();
+    return;
+  }
+  if (::chdir(request.cwd.c_str()) != 0) {
+    // Relative paths would resolve elsewhere: run from / and let them fail visibly.
+    if (::chdir("/") != 0) {
     }
-    running.on_release = [this] {
-      std::lock_guard l(released_mu_);
-      released_++;
-    };
-    t_request = &running;
-    exit_code = handler_(request);
-    t_request = nullptr;
-    released = running.released;
-    if (!released) RestoreProcessState(running);
   }
-  if (released) {
-    std::lock_guard l(released_mu_);
-    released_--;
-    released_cv_.notify_all();
+  RequestIo io;
+  io.in_fd = fds[0];
+  io.out_fd = fds[1];
+  io.err_fd = fds[2];
+  io.cwd = request.cwd;
+  io.stdin_tty = request.stdin_tty;
+  io.stdout_tty = request.stdout_tty;
+  io.stderr_tty = request.stderr_tty;
+  // Buffered as a process's own stdio would be: stdout by line on a terminal and fully
+  // otherwise, stderr not at all.
+  io.out = ::fdopen(::dup(fds[1]), "w");
+  io.err = ::fdopen(::dup(fds[2]), "w");
+  Result<int> code = Status::IoError("cannot open the client's streams");
+  if (io.out != nullptr && io.err != nullptr) {
+    std::setvbuf(io.out, nullptr, request.stdout_tty ? _IOLBF : _IOFBF, BUFSIZ);
+    std::setvbuf(io.err, nullptr, _IONBF, 0);
+    std::unique_lock lock(request_mu_);
+    t_request_lock = &lock;
+    {
+      ScopedRequestIo scoped(&io);
+      code = handler_(request);
+    }
+    t_request_lock = nullptr;
   }
-  close_fds();
-  SendMessage(conn, nlohmann::json{{"exit", exit_code}}.dump()).IgnoreError();
+  if (io.out != nullptr) std::fclose(io.out);
+  if (io.err != nullptr) std::fclose(io.err);
+  for (int i = 0; i < 3; i++) ::close(fds[i]);
+  const std::string reply = code.ok() ? EncodeExit(*code) : EncodeError(code.status().message());
+  SendFrame(conn, reply).IgnoreError();
 }
 
 Result<int> ForwardToDaemon(const std::string& socket_path, const std::vector<std::string>& argv) {
   VS_ASSIGN_OR_RETURN(int fd, Connect(socket_path));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  VS_RETURN_IF_ERROR(SendFrame(fd, EncodeHello(kProtocolVersion)));
+  auto hello = RecvFrame(fd);
+  if (!hello.ok()) return hello.status().WithContext("the daemon did not answer");
+  VS_ASSIGN_OR_RETURN(const int version, DecodeHello(*hello));
+  if (version != kProtocolVersion) {
+    return Status::FromErrno(EPROTO, "the daemon answered with control protocol version " +
+                                         std::to_string(version) + ", not " +
+                                         std::to_string(kProtocolVersion));
+  }
+  const RequestIo& io = CurrentIo();
+  ControlRequest request;
+  request.argv = argv;
+  request.verb =
+      VerbOf(std::vector<std::string>(argv.size() > 1 ? argv.begin() + 1 : argv.end(), argv.end()));
   char cwd[4096];
-  nlohmann::json j{{"argv", argv}, {"cwd", ::getcwd(cwd, sizeof cwd) ? cwd : "/"}};
-  const std::string body = j.dump();
+  request.cwd = ::getcwd(cwd, sizeof cwd) != nullptr ? cwd : "/";
+  request.stdin_tty = io.stdin_tty;
+  request.stdout_tty = io.stdout_tty;
+  request.stderr_tty = io.stderr_tty;
+  const std::string body = EncodeRequest(request);
+  if (body.size() > kMaxMessageBytes) return Status::InvalidArgument("command line too long");
+  std::fflush(io.out);
+  std::fflush(io.err);
   uint8_t len_bytes[4];
   EncodeLE32(len_bytes, static_cast<uint32_t>(body.size()));
-  int fds[3] = {0, 1, 2};
+  int fds[3] = {io.in_fd, io.out_fd, io.err_fd};
   char control[CMSG_SPACE(sizeof fds)] = {};
   iovec iov{len_bytes, sizeof len_bytes};
   msghdr msg{};
@@ -289,20 +356,11 @@ Result<int> ForwardToDaemon(const std::string& socket_path, const std::vector<st
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof fds);
   std::memcpy(CMSG_DATA(c), fds, sizeof fds);
-  Status s = ::sendmsg(fd, &msg, MSG_NOSIGNAL) == 4 ? Status::Ok() : ErrnoStatus("send to daemon");
-  if (s.ok()) s = SendAll(fd, body.data(), body.size());
-  if (!s.ok()) {
-    ::close(fd);
-    return s;
-  }
-  auto reply = RecvMessage(fd);
-  ::close(fd);
-  if (!reply.ok()) return reply.status().WithContext("daemon did not answer");
-  try {
-    return nlohmann::json::parse(*reply).at("exit").get<int>();
-  } catch (const std::exception&) {
-    return Status::Corruption("daemon sent a malformed reply");
-  }
+  if (::sendmsg(fd, &msg, MSG_NOSIGNAL) != 4) return ErrnoStatus("send to daemon");
+  VS_RETURN_IF_ERROR(SendAll(fd, body.data(), body.size()));
+  auto reply = RecvFrame(fd);
+  if (!reply.ok()) return reply.status().WithContext("the daemon did not answer");
+  return DecodeReply(*reply);
 }
 
 }  // namespace volstack::stack

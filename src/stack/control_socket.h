@@ -1,51 +1,52 @@
-// The daemon's control socket: how a CLI process hands a command to the running daemon.
+// The daemon's control socket: how a CLI process hands a command to the running daemon, in
+// the typed protocol of stack/protocol.h (a versioned hello, then one request carrying the
+// client's stdin/stdout/stderr as descriptors, then the exit code).
 //
-// Protocol (Unix stream socket <state_dir>/daemon.sock, mode 0600, root only):
-//   client -> daemon: one message carrying the client's stdin, stdout and stderr as
-//                     SCM_RIGHTS fds, with payload = u32 length + JSON {"argv": [...],
-//                     "cwd": "..."}.
-//   daemon -> client: u32 length + JSON {"exit": N} once the command has finished.
-// The daemon runs the very same command code the CLI would run offline, writing straight to
-// the client's own stdout/stderr, so output is byte-identical with or without a daemon.
+// Each connection is served on a thread of its own. The request's descriptors become that
+// thread's RequestIo (util/request_io.h) and the thread gets a working directory of its own
+// (unshare(CLONE_FS), then chdir to the request's cwd), so relative paths resolve as they do
+// in the client; the daemon's own fds 0-2 and working directory are never touched, and a
+// background job, which runs on a thread with no request, can write to no client.
 //
-// Threads: ControlServer accepts on its own thread; requests run one at a time (they share
-// the process's stdio, which is pointed at the client's fds for the duration).
+// Threads: requests run one at a time (request_mu_), except a request that waits for a job
+// (ReleaseCurrentRequest) while it waits. A client that sends nothing within kIdleTimeout is
+// dropped; a malformed frame gets one error frame and the connection is closed; others are
+// served meanwhile.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "stack/protocol.h"
 #include "util/result.h"
 
 namespace volstack::stack {
 
-struct ControlRequest {
-  std::vector<std::string> argv;
-  std::string cwd;
-};
-
 class ControlServer {
  public:
-  using Handler = std::function<int(const ControlRequest&)>;
+  // Runs the request with the client's streams installed as the thread's RequestIo; returns
+  // the exit code. A Status is sent to the client as an error frame.
+  using Handler = std::function<Result<int>(const ControlRequest&)>;
 
   // Binds `socket_path` (replacing a stale socket; EADDRINUSE if a live daemon answers there)
   // and starts accepting.
   static Result<std::unique_ptr<ControlServer>> Start(const std::string& socket_path,
                                                       Handler handler);
-  ~ControlServer();  // stops accepting, waits for the running request, removes the socket
+  // Stops accepting, drops connections still saying hello, waits for running requests, removes
+  // the socket.
+  ~ControlServer();
 
   const std::string& socket_path() const { return socket_path_; }
 
-  // For a long request (pvmove) that should not hold up the others. Called on the request's
-  // own thread, inside the handler: ReleaseCurrentRequest() restores the daemon's stdio and
-  // cwd (the caller keeps dup()s of the client's fds it still wants to write to) and lets the
-  // next request run; ReacquireCurrentRequest() takes the request lock again before the
-  // handler goes on to work that must be serialized. Both are no-ops outside a request.
+  // For a request that waits for a job (pvmove, jobs -w): called on the request's own thread,
+  // inside the handler, lets the next request run while it waits; Reacquire takes the request
+  // lock back. No-ops outside a request.
   static void ReleaseCurrentRequest();
   static void ReacquireCurrentRequest();
 
@@ -54,24 +55,30 @@ class ControlServer {
  private:
   void AcceptLoop();
   void Serve(int conn);
+  void RunRequest(int conn, ControlRequest request, int fds[3]);
 
   const std::string socket_path_;
   const int listen_fd_;
   const Handler handler_;
   std::atomic<bool> stopping_{false};
-  std::mutex request_mu_;  // one command at a time: it owns fds 0-2 while it runs
-  // Requests that released request_mu_ and have not finished; the destructor waits for them.
-  std::mutex released_mu_;
-  std::condition_variable released_cv_;
-  int released_ = 0;  // GUARDED_BY(released_mu_)
+  std::mutex request_mu_;  // one request at a time
+  std::mutex conn_mu_;
+  std::condition_variable conn_cv_;
+  int connections_ = 0;  // GUARDED_BY(conn_mu_); serving threads alive
   std::thread acceptor_;
 };
 
 // True when a daemon answers on `socket_path`.
 bool DaemonIsRunning(const std::string& socket_path);
 
-// Sends argv to the daemon with this process's stdio and waits for the exit code.
-// ECONNREFUSED / ENOENT when no daemon listens.
+// Runs argv (argv[0] the program) in the daemon with this thread's RequestIo (its descriptors
+// and terminal facts) and this process's working directory; returns the command's exit code.
+// ECONNREFUSED / ENOENT when no daemon listens; EPROTO with the daemon's message when it
+// refused (another protocol version, a verb it does not run).
 Result<int> ForwardToDaemon(const std::string& socket_path, const std::vector<std::string>& argv);
+
+// The frames themselves, for tests that speak the protocol by hand.
+Status SendFrame(int fd, const std::string& body);
+Result<std::string> RecvFrame(int fd);
 
 }  // namespace volstack::stack

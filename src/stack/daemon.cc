@@ -50,7 +50,7 @@ Status Daemon::Run(const StateDir& state, Hooks hooks, std::function<void(Status
   }
   // Requests run one at a time under the control server's lock, and under the stack's
   // serialization, which jobs share (jobs.h).
-  auto handler = [&stack, &hooks](const ControlRequest& request) {
+  auto handler = [&stack, &hooks](const ControlRequest& request) -> Result<int> {
     Jobs::Scope serial(stack->jobs());
     return hooks.handle_request(*stack, request);
   };

@@ -32,9 +32,11 @@ namespace volstack::stack {
 class Daemon {
  public:
   struct Hooks {
-    // Runs one request against the live stack; returns the command's exit code. Supplied by
-    // the layer that knows the verbs (the CLI).
-    std::function<int(Stack& stack, const ControlRequest& request)> handle_request;
+    // Runs one request against the live stack, on the request's thread with the client's
+    // streams installed (util/request_io.h); returns the command's exit code, or a Status the
+    // client prints (a verb the daemon does not run). Supplied by the layer that knows the
+    // verbs (the CLI).
+    std::function<Result<int>(Stack& stack, const ControlRequest& request)> handle_request;
   };
 
   // Runs the daemon in this process until it is told to stop. `ready` (may be null) is

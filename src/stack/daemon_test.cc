@@ -1,5 +1,6 @@
 #include "stack/daemon.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "stack/test_kernel.h"
+#include "util/request_io.h"
 
 namespace volstack::stack {
 namespace {
@@ -96,6 +98,140 @@ TEST(DaemonTest, JobsAndRequestsShareTheSerialization) {
   daemon.join();
   EXPECT_EQ(overlaps.load(), 0);
   EXPECT_GT(job_steps.load(), 5);
+  std::filesystem::remove_all(tmpl);
+}
+
+// Two clients at once against a daemon running a background job: one follows the job (and so
+// lets other requests run), the other runs requests meanwhile. Each client gets exactly its
+// own output; the job's messages reach neither; `jobs` lists the job with its progress.
+TEST(DaemonTest, ConcurrentRequestsGetOnlyTheirOwnOutput) {
+  char tmpl[] = "/tmp/volstack-daemon-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const StateDir state{tmpl};
+  std::atomic<bool> job_stop{false}, following{false};
+  std::atomic<int> job_steps{0}, said_while_following{0};
+
+  Daemon::Hooks hooks;
+  hooks.handle_request = [&](Stack& stack, const ControlRequest& r) -> Result<int> {
+    const std::string arg = r.argv.size() > 2 ? r.argv[2] : "";
+    if (r.verb == "start") {
+      auto job = stack.jobs().Start(
+          "slow", "tank",
+          [&](JobRecord& record) {
+            while (!job_stop) {
+              // A job thread has no request: this is the daemon's own output.
+              if (job_steps % 50 == 0) std::fprintf(Out(), "JOB-MESSAGE\n");
+              if (job_steps % 50 == 0) std::fprintf(Err(), "JOB-MESSAGE\n");
+              record.SetProgress("step " + std::to_string(++job_steps));
+              std::this_thread::sleep_for(2ms);
+            }
+            return Status::Ok();
+          },
+          [&] { job_stop = true; });
+      return job.ok() ? 0 : 1;
+    }
+    if (r.verb == "follow") {
+      std::fprintf(Out(), "follow-begin\n");
+      const int start = job_steps;
+      ControlServer::ReleaseCurrentRequest();
+      Jobs::ReleaseSerialization();
+      following = true;
+      for (int i = 0; i < 1000 && (said_while_following < 5 || job_steps < start + 20); i++) {
+        std::this_thread::sleep_for(5ms);
+      }
+      following = false;
+      std::fprintf(Out(), "follow-end\n");
+      ControlServer::ReacquireCurrentRequest();
+      Jobs::ReacquireSerialization();
+      return 0;
+    }
+    if (r.verb == "say") {
+      std::fprintf(Out(), "say %s\n", arg.c_str());
+      std::fprintf(Err(), "err %s\n", arg.c_str());
+      if (following) said_while_following++;
+      return 0;
+    }
+    if (r.verb == "list") {
+      for (const auto& j : stack.jobs().List()) {
+        std::fprintf(Out(), "%llu %s %s %s\n", static_cast<unsigned long long>(j.id),
+                     j.kind.c_str(), j.target.c_str(), j.state.c_str());
+      }
+      return 0;
+    }
+    if (r.verb == "stop") {
+      stack.jobs().StopAll();
+      stack.RequestStop();
+      return 0;
+    }
+    return 2;
+  };
+  std::promise<Status> ready;
+  std::thread daemon([&] {
+    Stack::Options options;
+    options.kernel = std::make_shared<TestKernel>();
+    Status s = Daemon::Run(
+        state, hooks, [&](Status up) { ready.set_value(up); }, options);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  });
+  ASSERT_TRUE(ready.get_future().get().ok());
+
+  // Forwards argv with the streams of a pipe each; returns the exit code, stdout, stderr.
+  struct Outcome {
+    int code = -1;
+    std::string out, err;
+  };
+  auto forward = [&](std::vector<std::string> argv) {
+    int out[2], err[2];
+    EXPECT_EQ(::pipe(out), 0);
+    EXPECT_EQ(::pipe(err), 0);
+    RequestIo io;
+    io.in_fd = ::open("/dev/null", O_RDONLY);
+    io.out_fd = out[1];
+    io.err_fd = err[1];
+    io.out = ::fdopen(::dup(out[1]), "w");
+    io.err = ::fdopen(::dup(err[1]), "w");
+    Outcome o;
+    {
+      ScopedRequestIo scoped(&io);
+      auto code = ForwardToDaemon(state.socket_path(), argv);
+      EXPECT_TRUE(code.ok()) << code.status().ToString();
+      o.code = code.ok() ? *code : -1;
+    }
+    std::fclose(io.out);
+    std::fclose(io.err);
+    for (int fd : {io.in_fd, out[1], err[1]}) ::close(fd);
+    for (auto [fd, dst] : {std::pair{out[0], &o.out}, std::pair{err[0], &o.err}}) {
+      char buf[512];
+      ssize_t n;
+      while ((n = ::read(fd, buf, sizeof buf)) > 0) dst->append(buf, static_cast<size_t>(n));
+      ::close(fd);
+    }
+    return o;
+  };
+
+  ASSERT_EQ(forward({"volstack", "start"}).code, 0);
+  Outcome followed;
+  std::thread a([&] { followed = forward({"volstack", "follow"}); });
+  for (int i = 0; i < 1000 && !following; i++) std::this_thread::sleep_for(2ms);
+  ASSERT_TRUE(following.load());
+  std::vector<Outcome> said;
+  for (int i = 0; i < 5; i++) said.push_back(forward({"volstack", "say", "B" + std::to_string(i)}));
+  const Outcome listed = forward({"volstack", "list"});
+  a.join();
+
+  EXPECT_EQ(followed.code, 0);
+  EXPECT_EQ(followed.out, "follow-begin\nfollow-end\n");
+  EXPECT_EQ(followed.err, "");
+  for (int i = 0; i < 5; i++) {
+    EXPECT_EQ(said[i].code, 0);
+    EXPECT_EQ(said[i].out, "say B" + std::to_string(i) + "\n");
+    EXPECT_EQ(said[i].err, "err B" + std::to_string(i) + "\n");
+  }
+  EXPECT_EQ(said_while_following.load(), 5);  // they ran while the follower waited
+  EXPECT_EQ(listed.out, "1 slow tank running\n");
+  EXPECT_GT(job_steps.load(), 0);
+  ASSERT_EQ(forward({"volstack", "stop"}).code, 0);
+  daemon.join();
   std::filesystem::remove_all(tmpl);
 }
 

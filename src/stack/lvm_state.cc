@@ -5,46 +5,68 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <fstream>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
+#include "util/file_util.h"
+#include "util/format_version.h"
 #include "util/state_file.h"
 
 namespace volstack::stack {
 
-std::vector<std::string> ReadListFile(const std::string& path) {
-  std::vector<std::string> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line[0] != '#') out.push_back(line);
-  }
-  return out;
-}
-
 namespace {
-std::vector<std::string> ParseList(const std::string& text) {
+
+constexpr uint64_t kListFormat = 1;
+constexpr std::string_view kFormatLine = "# volstack list format ";
+
+Result<std::vector<std::string>> ParseList(const std::string& path, const std::string& text) {
   std::vector<std::string> out;
+  std::optional<uint64_t> version;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
+    if (line.rfind(kFormatLine, 0) == 0) {
+      const std::string n = line.substr(kFormatLine.size());
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0') {
+        return Status::Corruption(path + ": field 'format' is not a number: '" + n + "'");
+      }
+      version = v;
+      continue;
+    }
     if (!line.empty() && line[0] != '#') out.push_back(line);
   }
+  VS_RETURN_IF_ERROR(CheckFormatVersion(path, version, kListFormat));
   return out;
 }
 
 std::string FormatList(const std::vector<std::string>& lines) {
-  std::string text;
+  std::string text = std::string(kFormatLine) + std::to_string(kListFormat) + "\n";
   for (const auto& l : lines) text += l + "\n";
   return text;
 }
+
 }  // namespace
+
+Result<std::vector<std::string>> ReadListFile(const std::string& path) {
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) {
+    if (text.status().IsNotFound()) return std::vector<std::string>{};
+    return text.status();
+  }
+  return ParseList(path, *text);
+}
 
 Status UpdateListFile(const std::string& state_dir, const std::string& path,
                       const std::function<bool(std::vector<std::string>& lines)>& modify) {
   return UpdateStateFile(
       state_dir, path,
       [&](const std::optional<std::string>& old) -> Result<std::optional<std::string>> {
-        auto lines = old ? ParseList(*old) : std::vector<std::string>{};
+        std::vector<std::string> lines;
+        if (old) {
+          VS_ASSIGN_OR_RETURN(lines, ParseList(path, *old));
+        }
         if (!modify(lines)) return std::optional<std::string>();
         return std::optional<std::string>(FormatList(lines));
       });
@@ -52,7 +74,14 @@ Status UpdateListFile(const std::string& state_dir, const std::string& path,
 
 Status WriteListFile(const std::string& state_dir, const std::string& path,
                      const std::vector<std::string>& lines) {
-  return ReplaceStateFile(state_dir, path, FormatList(lines));
+  return UpdateStateFile(
+      state_dir, path,
+      [&](const std::optional<std::string>& old) -> Result<std::optional<std::string>> {
+        if (old) {
+          VS_RETURN_IF_ERROR(ParseList(path, *old).status());  // never over a newer format
+        }
+        return std::optional<std::string>(FormatList(lines));
+      });
 }
 
 std::string LvmDevicesPath(const std::string& state_dir) { return state_dir + "/lvm/devices"; }

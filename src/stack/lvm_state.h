@@ -7,6 +7,9 @@
 //                             activated; `up` activates them.
 //
 // Both are changed under the state dir's lock and replaced atomically (util/state_file.h).
+// Each is written with a first line "# volstack list format 1" (util/format_version.h): a file
+// with a newer format is refused by name and left as it is; a file without that line (written
+// before versions were) reads as format 1.
 #pragma once
 
 #include <functional>
@@ -14,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "util/result.h"
 #include "util/status.h"
 
 namespace volstack::stack {
@@ -21,9 +25,9 @@ namespace volstack::stack {
 std::string LvmDevicesPath(const std::string& state_dir);
 std::string LvmActivePath(const std::string& state_dir);
 
-// The lines of a list file; a missing file is empty.
-std::vector<std::string> ReadListFile(const std::string& path);
-// `modify` returns false to leave the file unchanged.
+// The lines of a list file; a missing file is empty. ENOTSUP for a newer format.
+Result<std::vector<std::string>> ReadListFile(const std::string& path);
+// `modify` returns false to leave the file unchanged. A newer format is refused untouched.
 Status UpdateListFile(const std::string& state_dir, const std::string& path,
                       const std::function<bool(std::vector<std::string>& lines)>& modify);
 Status WriteListFile(const std::string& state_dir, const std::string& path,

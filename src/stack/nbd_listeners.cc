@@ -7,6 +7,7 @@
 #include "bdev/device_registry.h"
 #include "export/nbd/nbd_server.h"
 #include "stack/stack.h"
+#include "util/request_io.h"
 
 namespace volstack::stack {
 
@@ -163,7 +164,7 @@ Status NbdListeners::Restore() {
       continue;
     }
     for (const auto& m : missing) {
-      std::fprintf(stderr, "volstack: nbd %s: not serving %s\n", r.address().c_str(), m.c_str());
+      std::fprintf(Err(), "volstack: nbd %s: not serving %s\n", r.address().c_str(), m.c_str());
       result = Status::NotFound("nbd " + r.address() + ": cannot open " + m);
     }
     live_[r.address()] = std::move(*l);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/file_util.h"
+#include "util/format_version.h"
 #include "util/state_file.h"
 
 namespace volstack::stack {
@@ -17,11 +18,24 @@ std::string PoolCachePath(const std::string& state_dir) { return state_dir + "/z
 
 namespace {
 
+constexpr uint64_t kPoolCacheVersion = 1;
+
 Result<std::vector<CachedPool>> ParseCache(const std::string& path, const std::string& text) {
   std::vector<CachedPool> out;
   const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   auto bad = [&] { return Status::Corruption(path + ": not a valid pool cache"); };
-  if (!j.is_object() || !j.contains("pools") || !j["pools"].is_array()) return bad();
+  if (!j.is_object()) return bad();
+  std::optional<uint64_t> version;
+  if (j.contains("version")) {
+    if (!j["version"].is_number_unsigned()) {
+      return Status::Corruption(path + ": field 'version' is not a number");
+    }
+    version = j["version"].get<uint64_t>();
+  }
+  VS_RETURN_IF_ERROR(CheckFormatVersion(path, version, kPoolCacheVersion));
+  if (!j.contains("pools") || !j["pools"].is_array()) {
+    return Status::Corruption(path + ": field 'pools' is missing or not a list");
+  }
   try {
     for (const auto& p : j["pools"]) {
       CachedPool c;
@@ -38,7 +52,7 @@ Result<std::vector<CachedPool>> ParseCache(const std::string& path, const std::s
 
 std::string FormatCache(const std::vector<CachedPool>& pools) {
   nlohmann::json j;
-  j["version"] = 1;
+  j["version"] = kPoolCacheVersion;
   j["pools"] = nlohmann::json::array();
   for (const auto& p : pools) {
     j["pools"].push_back({{"name", p.name}, {"guid", std::to_string(p.guid)}, {"vdevs", p.vdevs}});

@@ -5,6 +5,7 @@
 
 #include "lvm/pvmove_lock.h"
 #include "stack/stack.h"
+#include "util/request_io.h"
 
 namespace volstack::stack {
 
@@ -16,8 +17,9 @@ Result<std::shared_ptr<MoveJob>> PvmoveJobs::Ensure(const std::string& vg) {
   }
   auto job = std::make_shared<MoveJob>();
   Stack* s = &stack_;
-  VS_RETURN_IF_ERROR(stack_.jobs().Start(
-      [job, vg, s] {
+  auto record = stack_.jobs().Start(
+      "pvmove", vg,
+      [job, vg, s](JobRecord& record) -> Status {
         // The session's scan reads LVM metadata and the stack's pool list, and its end
         // releases devices: all under the serialization, as the move's commits are.
         std::unique_ptr<lvm::Lvm> session;
@@ -35,8 +37,14 @@ Result<std::shared_ptr<MoveJob>> PvmoveJobs::Ensure(const std::string& vg) {
               })
               .IgnoreError();
           lvm::MoveOptions o;
-          o.progress = [job, s](const lvm::MoveProgress& p) {
+          o.progress = [job, s, &record](const lvm::MoveProgress& p) {
             if (job->stop) lvm::StopMove(p.vg, &s->activations());
+            char pct[32];
+            std::snprintf(pct, sizeof pct, "%.2f%%",
+                          p.total_bytes ? 100.0 * static_cast<double>(p.done_bytes) /
+                                              static_cast<double>(p.total_bytes)
+                                        : 100.0);
+            record.SetProgress(std::string(pct) + " of " + p.source);
             std::lock_guard l(job->mu);
             job->progress = p;
             job->have_progress = true;
@@ -54,19 +62,20 @@ Result<std::shared_ptr<MoveJob>> PvmoveJobs::Ensure(const std::string& vg) {
               .IgnoreError();
         }
         if (!st.ok()) {
-          std::fprintf(stderr, "volstack: pvmove of VG %s: %s\n", vg.c_str(),
-                       st.ToString().c_str());
+          std::fprintf(Err(), "volstack: pvmove of VG %s: %s\n", vg.c_str(), st.ToString().c_str());
         }
         lock.reset();
         std::lock_guard l(job->mu);
         job->done = true;
         job->status = st;
         job->cv.notify_all();
+        return st;
       },
       [job, vg, s] {
         job->stop = true;
         lvm::StopMove(vg, &s->activations());
-      }));
+      });
+  if (!record.ok()) return record.status();
   jobs_[vg] = job;
   return job;
 }
@@ -94,7 +103,7 @@ Status PvmoveJobs::ResumeInterrupted() {
   for (const auto& h : session->vgs()) {
     if (!lvm::FindPvmoveLv(h.vg)) continue;
     const std::string& vg = h.vg.name;
-    std::fprintf(stderr, "volstack: resuming the interrupted pvmove in VG %s\n", vg.c_str());
+    std::fprintf(Err(), "volstack: resuming the interrupted pvmove in VG %s\n", vg.c_str());
     auto job = Ensure(vg);
     if (!job.ok()) result = job.status();
   }

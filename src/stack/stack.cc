@@ -14,6 +14,7 @@
 #include "stack/lvm_state.h"
 #include "stack/nbd_listeners.h"
 #include "stack/pvmove_jobs.h"
+#include "util/request_io.h"
 
 namespace volstack::stack {
 
@@ -50,7 +51,7 @@ void Stack::Unregister(const std::string& name) {
 void Stack::ReconcilePools() {
   auto cached = ReadPoolCache(state_.root);
   if (!cached.ok()) {
-    std::fprintf(stderr, "volstack: %s\n", cached.status().ToString().c_str());
+    std::fprintf(Err(), "volstack: %s\n", cached.status().ToString().c_str());
     return;
   }
   std::set<std::string> wanted;
@@ -98,7 +99,13 @@ void Stack::ReconcilePools() {
 
 // LVs: activate what lvm/active lists, deactivate what it no longer lists.
 void Stack::ReconcileLvs() {
-  const auto lines = ReadListFile(LvmActivePath(state_.root));
+  auto read = ReadListFile(LvmActivePath(state_.root));
+  if (!read.ok()) {
+    // A record this volstack cannot read changes nothing that is active.
+    std::fprintf(Err(), "volstack: %s\n", read.status().ToString().c_str());
+    return;
+  }
+  const auto& lines = *read;
   const std::set<std::string> wanted(lines.begin(), lines.end());
   std::set<std::string> pool_volumes;
   for (const auto& [name, p] : pools_) {
@@ -117,13 +124,13 @@ void Stack::ReconcileLvs() {
     auto [vg, lv] = SplitLvName(name);
     lvm::VgHandle* handle = session->FindVg(vg);
     if (handle == nullptr || handle->vg.FindLv(lv) == nullptr) {
-      std::fprintf(stderr, "volstack: cannot activate %s: not found on the scanned devices\n",
+      std::fprintf(Err(), "volstack: cannot activate %s: not found on the scanned devices\n",
                    name.c_str());
       continue;
     }
     auto device = session->Activate(*handle, lv, handle->partial());
     if (!device.ok()) {
-      std::fprintf(stderr, "volstack: cannot activate %s: %s\n", name.c_str(),
+      std::fprintf(Err(), "volstack: cannot activate %s: %s\n", name.c_str(),
                    device.status().ToString().c_str());
       continue;
     }
@@ -168,7 +175,7 @@ Status Stack::RestoreLoops(bool devfs_fresh) {
       continue;
     }
     if (attached->device != b.device) {
-      std::fprintf(stderr, "volstack: %s is busy; %s is now bound to %s\n", b.device.c_str(),
+      std::fprintf(Err(), "volstack: %s is busy; %s is now bound to %s\n", b.device.c_str(),
                    b.name.c_str(), attached->device.c_str());
       moved[b.device] = attached->device;
     }

@@ -6,6 +6,7 @@
 
 #include "stack/lvm_state.h"
 #include "stack/stack.h"
+#include "util/request_io.h"
 
 namespace volstack::stack {
 
@@ -52,7 +53,9 @@ std::unique_ptr<lvm::Lvm> Stack::OpenLvmAt(bool read_only, const std::vector<std
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   };
   for (const auto& n : extra) add(NormalizeDeviceName(n));
-  for (const auto& n : ReadListFile(LvmDevicesPath(state_.root))) add(n);
+  auto devices = ReadListFile(LvmDevicesPath(state_.root));
+  if (!devices.ok()) std::fprintf(Err(), "volstack: %s\n", devices.status().ToString().c_str());
+  for (const auto& n : devices.ok() ? *devices : std::vector<std::string>{}) add(n);
   if (!lookup.in_session) {
     for (const auto& n : ListPoolVolumeNamesAt(lookup)) add(n);
   }
@@ -74,14 +77,14 @@ std::vector<std::string> Stack::ListPoolVolumeNamesAt(Lookup lookup) {
   std::vector<std::string> out;
   auto pools = ReadPoolCache(state_.root);
   if (!pools.ok()) {
-    std::fprintf(stderr, "  WARNING: pool volumes not scanned: %s\n",
+    std::fprintf(Err(), "  WARNING: pool volumes not scanned: %s\n",
                  pools.status().message().c_str());
     return out;
   }
   for (const auto& c : *pools) {
     auto p = OpenPoolAt(c.name, /*read_only=*/true, lookup);
     if (!p.ok()) {
-      std::fprintf(stderr, "  WARNING: volumes of pool %s not scanned: %s\n", c.name.c_str(),
+      std::fprintf(Err(), "  WARNING: volumes of pool %s not scanned: %s\n", c.name.c_str(),
                    p.status().message().c_str());
       continue;
     }
