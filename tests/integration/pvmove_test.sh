@@ -134,7 +134,23 @@ for i in $(seq 20); do
   [ -s "$T/during.err" ] && fail "lvs warned during the move: $(cat "$T/during.err")"
   grep -q lv0 "$T/during" || fail "lvs during the move lost lv0: $(cat "$T/during")"
 done
+# Two clients at once while the move runs in the daemon: each gets its own output only.
+vs zfs list -H -o name >"$T/c1" 2>"$T/c1.err" &
+c1=$!
+vs lvs --noheadings -o lv_name vg0 >"$T/c2" 2>"$T/c2.err" &
+c2=$!
+timeout 30 tail --pid=$c1 -f /dev/null; wait $c1 || fail "zfs list beside lvs: $(cat "$T/c1.err")"
+timeout 30 tail --pid=$c2 -f /dev/null; wait $c2 || fail "lvs beside zfs list: $(cat "$T/c2.err")"
+[ "$(sort -u "$T/c1")" = "$(printf 'trunk\ntrunk/funk')" ] || fail "zfs list got: $(cat "$T/c1")"
+grep -v '^ *lv0 *$' "$T/c2" | grep -q . && fail "lvs got: $(cat "$T/c2")"
+[ -s "$T/c1.err" ] || [ -s "$T/c2.err" ] && fail "stderr: $(cat "$T/c1.err" "$T/c2.err")"
+# The move is a job of the daemon: listed, and waited for by id.
+vs jobs >"$T/jobs" || fail "jobs: $(cat "$T/jobs")"
+id=$(awk '$2 == "pvmove" && $3 == "vg0" { print $1 }' "$T/jobs" | tail -1)
+[ -n "$id" ] || fail "jobs does not list the move: $(cat "$T/jobs")"
 vs pvmove -i 1 >"$T/out.out" || fail "following the move back out: $(cat "$T/out.out")"
+timeout 30 "$VOLSTACK" jobs -w "$id" >"$T/wait.out" || fail "jobs -w $id: $(cat "$T/wait.out")"
+grep -qx "job $id (pvmove vg0): done" "$T/wait.out" || fail "jobs -w said: $(cat "$T/wait.out")"
 grep -q "$T/pv.img" <(vs lvs --noheadings -o devices vg0/lv0) || fail "lv0 not back on the file"
 vs lvs -a --noheadings -o lv_name vg0 | grep -q pvmove && fail "pvmove0 left behind"
 stop_manifest_writer
