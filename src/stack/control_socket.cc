@@ -23,6 +23,13 @@ namespace {
 // How long a connection may take to say hello and send its request.
 constexpr int kIdleTimeoutSeconds = 10;
 
+// The process's working directory when the first server started, which request threads
+// return to when their request ends.
+int DaemonHome() {
+  static const int fd = ::open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  return fd;
+}
+
 // The request lock of the request running on this thread, for ReleaseCurrentRequest.
 thread_local std::unique_lock<std::mutex>* t_request_lock = nullptr;
 
@@ -163,6 +170,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Start(const std::string& s
 
 ControlServer::ControlServer(std::string socket_path, int listen_fd, Handler handler)
     : socket_path_(std::move(socket_path)), listen_fd_(listen_fd), handler_(std::move(handler)) {
+  DaemonHome();
   acceptor_ = std::thread([this] { AcceptLoop(); });
 }
 
@@ -304,6 +312,10 @@ void ControlServer::RunRequest(int conn, ControlRequest request, int fds[3]) {
       code = handler_(request);
     }
     t_request_lock = nullptr;
+  }
+  // Threads the request started (a job, a listener) share this thread's directory: give
+  // them the daemon's, so no client's directory (say, inside a mount) stays held.
+  if (::fchdir(DaemonHome()) != 0) {
   }
   if (io.out != nullptr) std::fclose(io.out);
   if (io.err != nullptr) std::fclose(io.err);

@@ -11,6 +11,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -215,7 +217,17 @@ TEST_F(ControlSocketTest, AnotherProtocolVersionIsOneClearError) {
 TEST_F(ControlSocketTest, ARequestRunsInTheClientsDirectoryAndTheServersStaysPut) {
   char before[4096];
   ASSERT_NE(::getcwd(before, sizeof before), nullptr);
-  auto server = ControlServer::Start(path_, [](const ControlRequest& r) -> Result<int> {
+  // A thread the request starts (a job) is left in the daemon's directory once the request
+  // has ended, so no client's directory stays held.
+  std::atomic<bool> go{false};
+  std::string job_cwd;
+  std::thread job;
+  auto server = ControlServer::Start(path_, [&](const ControlRequest& r) -> Result<int> {
+    job = std::thread([&] {
+      while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      char cwd[4096];
+      job_cwd = ::getcwd(cwd, sizeof cwd);
+    });
     char cwd[4096];
     std::fprintf(Out(), "%s", ::getcwd(cwd, sizeof cwd));
     // A relative path resolves in the client's directory.
@@ -236,6 +248,9 @@ TEST_F(ControlSocketTest, ARequestRunsInTheClientsDirectoryAndTheServersStaysPut
   char after[4096];
   ASSERT_NE(::getcwd(after, sizeof after), nullptr);
   EXPECT_STREQ(before, after);
+  go = true;
+  job.join();
+  EXPECT_EQ(job_cwd, before);
 }
 
 TEST_F(ControlSocketTest, NoDaemonIsAClearError) {
