@@ -135,12 +135,12 @@ for i in $(seq 20); do
   grep -q lv0 "$T/during" || fail "lvs during the move lost lv0: $(cat "$T/during")"
 done
 # Two clients at once while the move runs in the daemon: each gets its own output only.
-vs zfs list -H -o name >"$T/c1" 2>"$T/c1.err" &
+timeout 30 "$VOLSTACK" zfs list -H -o name >"$T/c1" 2>"$T/c1.err" &
 c1=$!
-vs lvs --noheadings -o lv_name vg0 >"$T/c2" 2>"$T/c2.err" &
+timeout 30 "$VOLSTACK" lvs --noheadings -o lv_name vg0 >"$T/c2" 2>"$T/c2.err" &
 c2=$!
-timeout 30 tail --pid=$c1 -f /dev/null; wait $c1 || fail "zfs list beside lvs: $(cat "$T/c1.err")"
-timeout 30 tail --pid=$c2 -f /dev/null; wait $c2 || fail "lvs beside zfs list: $(cat "$T/c2.err")"
+wait $c1 || fail "zfs list beside lvs: $(cat "$T/c1.err")"
+wait $c2 || fail "lvs beside zfs list: $(cat "$T/c2.err")"
 [ "$(sort -u "$T/c1")" = "$(printf 'trunk\ntrunk/funk')" ] || fail "zfs list got: $(cat "$T/c1")"
 grep -v '^ *lv0 *$' "$T/c2" | grep -q . && fail "lvs got: $(cat "$T/c2")"
 [ -s "$T/c1.err" ] || [ -s "$T/c2.err" ] && fail "stderr: $(cat "$T/c1.err" "$T/c2.err")"
