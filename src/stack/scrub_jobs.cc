@@ -8,9 +8,11 @@
 namespace volstack::stack {
 
 std::string ScrubProgress(const pool::ScanInfo& scan) {
-  const double pct = scan.to_examine ? 100.0 * static_cast<double>(scan.examined) /
-                                           static_cast<double>(scan.to_examine)
-                                     : 0.0;
+  // to_examine is the allocation when the scan started; a finished scan examined all of it.
+  const double pct = scan.state == "finished" ? 100.0
+                     : scan.to_examine        ? 100.0 * static_cast<double>(scan.examined) /
+                                             static_cast<double>(scan.to_examine)
+                                       : 0.0;
   char buf[96];
   std::snprintf(buf, sizeof buf, "%.2f%% examined, %llu bytes repaired, %llu errors",
                 pct > 100 ? 100.0 : pct, static_cast<unsigned long long>(scan.repaired),
