@@ -11,6 +11,7 @@
 #include "export/devfs.h"
 #include "export/loop_bindings.h"
 #include "util/file_util.h"
+#include "util/request_io.h"
 #include "util/state_file.h"
 
 namespace volstack::cli {
@@ -66,7 +67,7 @@ int RunServer(const Context& ctx, const std::string& what, bool foreground,
       ::close(ready_pipe[0]);
       if (msg == "ok") return kExitOk;
       if (msg.empty()) msg = what + ": the server exited before it was ready";
-      std::fprintf(stderr, "volstack: %s\n", msg.c_str());
+      std::fprintf(Err(), "volstack: %s\n", msg.c_str());
       return kExitFailure;
     }
     ::close(ready_pipe[0]);

@@ -191,7 +191,7 @@ int Lvcreate(const Context& ctx, const LvcreateArgs& a, const std::vector<std::s
   if (extents % stripes) {
     uint64_t up = (extents + stripes - 1) / stripes * stripes;
     std::fprintf(
-        stderr, "  Rounding size %s (%lu extents) up to stripe boundary size %s (%lu extents).\n",
+        Err(), "  Rounding size %s (%lu extents) up to stripe boundary size %s (%lu extents).\n",
         FormatSizeLong(extents * vg.extent_bytes()).c_str(), static_cast<unsigned long>(extents),
         FormatSizeLong(up * vg.extent_bytes()).c_str(), static_cast<unsigned long>(up));
     extents = up;
