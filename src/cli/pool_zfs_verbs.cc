@@ -7,6 +7,7 @@
 #include "cli/device_usage.h"
 #include "cli/pool_common.h"
 #include "cli/verbs.h"
+#include "pool/send.h"
 #include "stack/stack.h"
 #include "util/size.h"
 
@@ -224,6 +225,8 @@ int ZfsList(Context& ctx, const ListArgs& a) {
         for (auto& s : (*p)->ListSnapshots(name)) all.push_back(std::move(s));
       }
     }
+    // A broken `zfs receive -s` into a new name shows as that volume, as in zfs.
+    for (auto& d : pool::ListPartialReceives(**p)) all.push_back(std::move(d));
     for (const auto& n : a.names) {
       if (n.substr(0, n.find('/')) != c.name) continue;
       if (std::none_of(all.begin(), all.end(),
@@ -401,6 +404,7 @@ int ZfsGet(Context& ctx, bool scripted, bool parsable, const std::string& fields
         continue;
       }
       for (auto& d : (*p)->ListDatasets()) targets.push_back(d.name);
+      for (auto& d : pool::ListPartialReceives(**p)) targets.push_back(d.name);
     }
   }
   poolcli::Table t(headers, std::vector<bool>(cols.size(), false));
@@ -408,6 +412,7 @@ int ZfsGet(Context& ctx, bool scripted, bool parsable, const std::string& fields
     auto p = PoolOf(ctx, n, true);
     if (!p.ok()) return ReportFailure(p.status());
     auto d = (*p)->GetDataset(n);
+    if (!d.ok()) d = pool::GetPartialReceive(**p, n);  // receive -s into a new name
     if (!d.ok()) return ReportFailure(d.status());
     std::vector<std::string> want;
     if (props == "all") {
