@@ -654,6 +654,17 @@ TEST(SendTest, ParserFuzzSmoke) {
   Scenario s;
   EXPECT_EQ(FuzzSendStream(s.incr.data(), s.incr.size()), 0);
   std::mt19937_64 rng(3434);
+  // A -c stream: a compressed WRITE whose payload is damaged past its checksum decodes to
+  // an error, never out of bounds.
+  std::vector<uint8_t> lz4(16384);
+  const auto text = testing::Text(16384, 6);
+  lz4.resize(CompressBlock({Compression::kLz4, 0}, text, 512, lz4));
+  for (int i = 0; i < 200; i++) {
+    auto bad = lz4;
+    for (int k = 0; k < 1 + i % 8; k++) bad[rng() % bad.size()] = static_cast<uint8_t>(rng());
+    auto in = HandStream({"lz4"}, Compression::kLz4, bad);
+    FuzzSendStream(in.data(), in.size());
+  }
   for (int i = 0; i < 2000; i++) {
     std::vector<uint8_t> in = i % 2 ? s.incr : s.full;
     in.resize(std::min<size_t>(in.size(), 1 + rng() % 70000));
