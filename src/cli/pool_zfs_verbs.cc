@@ -363,6 +363,11 @@ int ZfsDestroy(Context& ctx, const DestroyArgs& a) {
     return kExitFailure;
   }
   ctx.stack().Release({name});
+  if (pool::GetPartialReceive(**p, name).ok()) {
+    // A broken receive -s into a new name: destroying it discards it, as receive -A does.
+    if (Status st = pool::AbortReceive(**p, name); !st.ok()) return ReportFailure(st);
+    return kExitOk;
+  }
   if (recursive) {
     if (Status st = DestroySnapshotsOf(**p, {name}); !st.ok()) return ReportFailure(st);
   }

@@ -10,7 +10,7 @@
 #      header and HH:MM:SS lines; -n --json prints one object with the exact size;
 #   3. recv -s of a cut full stream into a new name: zfs list shows pb/new, zfs get gives
 #      its receive_resume_token, zfs create of that name is refused, send -t resumes it to
-#      a volume identical to the source; -A discards another;
+#      a volume identical to the source; -A discards another, zfs destroy a third;
 #   4. recv -F of a full stream into a volume with snapshots replaces it (only the stream's
 #      snapshot left, the data the stream's); with a clone of one of its snapshots it is
 #      refused and nothing changes.
@@ -97,6 +97,10 @@ expect_fail timeout 20 "$VOLSTACK" zfs recv -s pb/gone < <(head -c $((comp / 3))
 vs zfs recv -A pb/gone
 vs zfs list -H -o name | grep -qx pb/gone && fail "pb/gone listed after -A"
 vs zfs create -s -V 16M pb/gone
+expect_fail timeout 20 "$VOLSTACK" zfs recv -s pb/gone2 < <(head -c $((comp / 3)) "$T/c.stream")
+vs zfs destroy pb/gone2
+vs zfs list -H -o name | grep -qx pb/gone2 && fail "pb/gone2 listed after zfs destroy"
+expect_fail vs zfs recv -A pb/gone2
 
 # 4. recv -F of a full stream into a volume with snapshots.
 vs zfs snapshot pb/plain@a
