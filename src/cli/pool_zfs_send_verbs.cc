@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "cli/device_usage.h"
@@ -39,16 +40,108 @@ Status WriteAllFd(int fd, std::span<const uint8_t> data) {
 }
 
 struct SendArgs {
-  bool verbose = false, parsable = false, dry_run = false;
+  bool verbose = false, parsable = false, dry_run = false, compressed = false, large = false;
   std::string incr, intermediates, token;
   std::string snapshot;
+};
+
+// "send from @a to pool/vol@b" (zfs's short form when both are of one volume).
+std::string FromName(const std::string& from, const std::string& to) {
+  const std::string vol = to.substr(0, to.find('@'));
+  return from.rfind(vol + "@", 0) == 0 ? from.substr(vol.size()) : from;
+}
+
+// zfs's estimate lines (-v: "full send of ... estimated size is ...", -P: tab-separated),
+// on stderr: stdout is the stream.
+void PrintEstimate(const pool::SendStats& est, bool parsable) {
+  for (const auto& part : est.parts) {
+    if (parsable) {
+      if (part.from.empty()) {
+        std::fprintf(Err(), "full\t%s\t%llu\n", part.to.c_str(),
+                     static_cast<unsigned long long>(part.stream_bytes));
+      } else {
+        std::fprintf(Err(), "incremental\t%s\t%s\t%llu\n", part.from.c_str(), part.to.c_str(),
+                     static_cast<unsigned long long>(part.stream_bytes));
+      }
+    } else if (part.from.empty()) {
+      std::fprintf(Err(), "full send of %s estimated size is %s\n", part.to.c_str(),
+                   poolcli::Bytes(part.stream_bytes, false).c_str());
+    } else {
+      std::fprintf(Err(), "send from %s to %s estimated size is %s\n",
+                   FromName(part.from, part.to).c_str(), part.to.c_str(),
+                   poolcli::Bytes(part.stream_bytes, false).c_str());
+    }
+  }
+  if (parsable) {
+    std::fprintf(Err(), "size\t%llu\n", static_cast<unsigned long long>(est.stream_bytes));
+  } else {
+    std::fprintf(Err(), "total estimated size is %s\n",
+                 poolcli::Bytes(est.stream_bytes, false).c_str());
+  }
+}
+
+nlohmann::json EstimateJson(const std::string& snapshot, const pool::SendStats& est) {
+  nlohmann::json j{{"snapshot", snapshot},
+                   {"size", est.stream_bytes},
+                   {"data", est.data_bytes},
+                   {"read", est.bytes_read}};
+  j["parts"] = nlohmann::json::array();
+  for (const auto& part : est.parts) {
+    j["parts"].push_back({{"from", part.from}, {"to", part.to}, {"size", part.stream_bytes}});
+  }
+  return j;
+}
+
+// -v's progress, as zfs prints it once a second while a snapshot is sent: a header per
+// snapshot ("TIME        SENT   SNAPSHOT pool/vol@b"), then "HH:MM:SS   SIZE   pool/vol@b"
+// (-P: "HH:MM:SS<tab>bytes<tab>pool/vol@b", no header); with --json one object a line.
+class ProgressPrinter {
+ public:
+  ProgressPrinter(bool parsable, bool json) : parsable_(parsable), json_(json) {}
+
+  void Update(const pool::SendProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    if (p.snapshot != current_) {
+      current_ = p.snapshot;
+      header_ = false;
+      last_ = now;  // zfs's first line comes a second into each snapshot
+      return;
+    }
+    if (now - last_ < std::chrono::seconds(1)) return;
+    last_ = now;
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    char when[16];
+    std::strftime(when, sizeof when, "%H:%M:%S", &tm);
+    if (json_) {
+      nlohmann::json j{{"time", when}, {"sent", p.part_bytes}, {"snapshot", p.snapshot}};
+      std::fprintf(Err(), "%s\n", j.dump().c_str());
+    } else if (parsable_) {
+      std::fprintf(Err(), "%s\t%llu\t%s\n", when, static_cast<unsigned long long>(p.part_bytes),
+                   p.snapshot.c_str());
+    } else {
+      if (!header_) {
+        std::fprintf(Err(), "TIME        SENT   SNAPSHOT %s\n", p.snapshot.c_str());
+        header_ = true;
+      }
+      std::fprintf(Err(), "%s   %5s   %s\n", when, poolcli::Bytes(p.part_bytes, false).c_str(),
+                   p.snapshot.c_str());
+    }
+  }
+
+ private:
+  const bool parsable_, json_;
+  std::string current_;
+  bool header_ = false;
+  std::chrono::steady_clock::time_point last_;
 };
 
 int ZfsSend(Context& ctx, const SendArgs& in) {
   SendArgs a = in;
   pool::SendOptions o;
   if (!a.token.empty()) {
-    // -t: the snapshots, origin and offset come from the receiver's token.
+    // -t: the snapshots, origin, offset and -c come from the receiver's token.
     if (!a.snapshot.empty() || !a.incr.empty() || !a.intermediates.empty()) {
       return ReportUsage("zfs send: -t takes no snapshot and no -i or -I");
     }
@@ -72,75 +165,51 @@ int ZfsSend(Context& ctx, const SendArgs& in) {
     o.snapshot = a.snapshot;
     o.from = a.incr.empty() ? a.intermediates : a.incr;
     o.intermediates = !a.intermediates.empty();
+    o.compressed = a.compressed;
   }
+  // -L: blocks larger than 128K. A volume's blocks are 128K at most (volblocksize), so
+  // every stream already carries them whole: accepted and changes nothing, as zfs's -L on
+  // a pool without large blocks.
+  (void)a.large;
   auto p = poolcli::OpenPool(ctx, PoolPart(a.snapshot), false);
   if (!p.ok()) return ReportFailure(p.status());
+  const bool json = ctx.global.json;
   const bool report = a.verbose || a.parsable || a.dry_run;
+  pool::SendStats est;
   if (report) {
     // The estimate is a dry run: the metadata walk, no data read, and exact.
     pool::SendOptions dry = o;
     dry.dry_run = true;
-    auto est = pool::Send(**p, dry, {});
-    if (!est.ok()) return ReportFailure(est.status());
-    if (ctx.global.json && a.dry_run) {
-      nlohmann::json j{{"snapshot", a.snapshot},
-                       {"size", est->stream_bytes},
-                       {"data", est->data_bytes},
-                       {"read", est->bytes_read}};
-      j["parts"] = nlohmann::json::array();
-      for (const auto& part : est->parts) {
-        j["parts"].push_back({{"from", part.from}, {"to", part.to}, {"size", part.stream_bytes}});
-      }
-      std::fprintf(Out(), "%s\n", j.dump().c_str());
-      return kExitOk;
-    }
-    // zfs's wording (-v) or its tab-separated lines (-P), on stderr: stdout is the stream.
-    for (const auto& part : est->parts) {
-      if (a.parsable) {
-        if (part.from.empty()) {
-          std::fprintf(Err(), "full\t%s\t%llu\n", part.to.c_str(),
-                       static_cast<unsigned long long>(part.stream_bytes));
-        } else {
-          std::fprintf(Err(), "incremental\t%s\t%s\t%llu\n", part.from.c_str(), part.to.c_str(),
-                       static_cast<unsigned long long>(part.stream_bytes));
-        }
-      } else {
-        std::fprintf(Err(), "%s send of %s%s estimated size is %s\n",
-                     part.from.empty() ? "full" : "incremental", part.to.c_str(),
-                     part.from.empty() ? "" : (" from " + part.from).c_str(),
-                     poolcli::Bytes(part.stream_bytes, false).c_str());
-      }
-    }
-    if (a.parsable) {
-      std::fprintf(Err(), "size\t%llu\n", static_cast<unsigned long long>(est->stream_bytes));
+    auto e = pool::Send(**p, dry, {});
+    if (!e.ok()) return ReportFailure(e.status());
+    est = *e;
+    if (json) {
+      // -n: the estimate is the output (stdout); otherwise stdout is the stream.
+      std::fprintf(a.dry_run ? Out() : Err(), "%s\n", EstimateJson(a.snapshot, est).dump().c_str());
     } else {
-      std::fprintf(Err(), "total estimated size is %s\n",
-                   poolcli::Bytes(est->stream_bytes, false).c_str());
+      PrintEstimate(est, a.parsable);
     }
     if (a.dry_run) return kExitOk;
   }
   std::fflush(Out());
   const auto start = std::chrono::steady_clock::now();
-  auto last = start;
+  ProgressPrinter progress(a.parsable, json);
   auto sent = pool::Send(
       **p, o,
       [out_fd = CurrentIo().out_fd](std::span<const uint8_t> rec) {
         return WriteAllFd(out_fd, rec);
       },
-      [&](uint64_t bytes) {
-        if (!a.verbose) return;
-        const auto now = std::chrono::steady_clock::now();
-        if (now - last < std::chrono::seconds(1)) return;
-        last = now;
-        std::fprintf(Err(), "%s\t%s\n", poolcli::Bytes(bytes, false).c_str(), a.snapshot.c_str());
+      [&](const pool::SendProgress& pr) {
+        if (a.verbose) progress.Update(pr);
       });
   if (!sent.ok()) return ReportFailure(sent.status());
-  if (a.verbose) {
+  if (json) {
+    // For scripts, on stderr (stdout is the stream): what was sent, read and how long.
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(Err(), "sent %s in %.2f seconds (read %s from the pool)\n",
-                 poolcli::Bytes(sent->stream_bytes, false).c_str(), secs,
-                 poolcli::Bytes(sent->bytes_read, false).c_str());
+    nlohmann::json j = EstimateJson(a.snapshot, *sent);
+    j["seconds"] = secs;
+    std::fprintf(Err(), "%s\n", j.dump().c_str());
   }
   return kExitOk;
 }
@@ -195,8 +264,7 @@ int ZfsReceive(Context& ctx, const RecvArgs& a) {
     }
     ctx.stack().Release({volume});
   }
-  const int in_fd = CurrentIo().in_fd;
-  pool::StreamReader reader([in_fd](uint8_t* dst, size_t n) -> Result<size_t> {
+  pool::StreamReader reader([in_fd = CurrentIo().in_fd](uint8_t* dst, size_t n) -> Result<size_t> {
     for (;;) {
       const ssize_t r = ::read(in_fd, dst, n);
       if (r < 0 && errno == EINTR) continue;
@@ -231,12 +299,16 @@ void RegisterZfsSendVerbs(CLI::App& zfs, Context& ctx) {
     auto a = std::make_shared<SendArgs>();
     auto* c = AddVerb(zfs, ctx, "send", "Write a snapshot as a stream to standard output",
                       [&ctx, a] { return ZfsSend(ctx, *a); });
-    c->add_flag("-v", a->verbose, "Print the estimate and progress on stderr");
+    c->add_flag("-v", a->verbose, "Print the estimate and progress (zfs's format) on stderr");
     c->add_flag("-P", a->parsable, "Print the estimate as tab-separated lines on stderr");
     c->add_flag("-n", a->dry_run, "Dry run: print the estimate, send nothing");
     c->add_option("-i", a->incr, "Incremental from this snapshot (@a or pool/vol@a)");
     c->add_option("-I", a->intermediates, "Incremental, with every snapshot in between");
     c->add_option("-t", a->token, "Resume: the receive_resume_token of a partial receive -s");
+    c->add_flag("-c,--compressed", a->compressed,
+                "Compressed blocks travel as stored (receive keeps them compressed)");
+    c->add_flag("-L,--large-block", a->large,
+                "Large blocks (accepted; volume blocks are at most 128K, always sent whole)");
     c->add_option("snapshot", a->snapshot, "pool/vol@snap");
   }
   {

@@ -7,6 +7,7 @@
 #include "cli/device_usage.h"
 #include "cli/pool_common.h"
 #include "cli/verbs.h"
+#include "pool/send.h"
 #include "stack/stack.h"
 #include "util/request_io.h"
 #include "util/size.h"
@@ -225,6 +226,8 @@ int ZfsList(Context& ctx, const ListArgs& a) {
         for (auto& s : (*p)->ListSnapshots(name)) all.push_back(std::move(s));
       }
     }
+    // A broken `zfs receive -s` into a new name shows as that volume, as in zfs.
+    for (auto& d : pool::ListPartialReceives(**p)) all.push_back(std::move(d));
     for (const auto& n : a.names) {
       if (n.substr(0, n.find('/')) != c.name) continue;
       if (std::none_of(all.begin(), all.end(),
@@ -361,6 +364,11 @@ int ZfsDestroy(Context& ctx, const DestroyArgs& a) {
     return kExitFailure;
   }
   ctx.stack().Release({name});
+  if (pool::GetPartialReceive(**p, name).ok()) {
+    // A broken receive -s into a new name: destroying it discards it, as receive -A does.
+    if (Status st = pool::AbortReceive(**p, name); !st.ok()) return ReportFailure(st);
+    return kExitOk;
+  }
   if (recursive) {
     if (Status st = DestroySnapshotsOf(**p, {name}); !st.ok()) return ReportFailure(st);
   }
@@ -402,6 +410,7 @@ int ZfsGet(Context& ctx, bool scripted, bool parsable, const std::string& fields
         continue;
       }
       for (auto& d : (*p)->ListDatasets()) targets.push_back(d.name);
+      for (auto& d : pool::ListPartialReceives(**p)) targets.push_back(d.name);
     }
   }
   poolcli::Table t(headers, std::vector<bool>(cols.size(), false));
@@ -409,6 +418,7 @@ int ZfsGet(Context& ctx, bool scripted, bool parsable, const std::string& fields
     auto p = PoolOf(ctx, n, true);
     if (!p.ok()) return ReportFailure(p.status());
     auto d = (*p)->GetDataset(n);
+    if (!d.ok()) d = pool::GetPartialReceive(**p, n);  // receive -s into a new name
     if (!d.ok()) return ReportFailure(d.status());
     std::vector<std::string> want;
     if (props == "all") {

@@ -27,7 +27,8 @@
 // waits for the writes in flight (none can start while the commit holds sync_mu), then
 // adopts the copies whose buffer and checksum type still match and gives the rest back.
 //
-// What goes early: nothing of a compressing volume (the commit compresses). Otherwise runs of at
+// What goes early: nothing of a compressing volume (the commit compresses), no received block
+// with a stored form (the commit stores that as it came: WriteStored). Otherwise runs of at
 // least PoolTuning::early_write_run_bytes of whole blocks with adjacent ids, not all zero (a commit
 // makes those holes), so random writes keep the commit's placement of their blocks by id. Never
 // while a commit runs (it holds sync_mu, which allocation needs: the early writer only tries it),
@@ -51,6 +52,7 @@ namespace volstack::pool {
 
 uint8_t* Volume::PrepareChangeLocked(std::map<uint64_t, Buf>::iterator it, bool copy) {
   const uint64_t blkid = it->first;
+  stored_.erase(blkid);  // a received block's stored form is of the bytes it replaces
   if (auto e = early_.find(blkid); e != early_.end()) {
     early_garbage_.push_back(e->second.bp.dva[0]);
     early_.erase(e);
@@ -107,7 +109,8 @@ void Volume::WriteEarly() {
     for (uint64_t blkid : ids) {
       auto it = open_.find(blkid);
       const bool usable = it != open_.end() && it->second && !early_.count(blkid) &&
-                          !in_flight_.count(blkid) && !AllZero(it->second.get(), vbs_);
+                          !in_flight_.count(blkid) && !stored_.count(blkid) &&
+                          !AllZero(it->second.get(), vbs_);
       const bool adjacent = batch.size() > run_start && batch.back().first + 1 == blkid;
       if (!usable || !adjacent) close_run(batch.size());
       if (usable) batch.emplace_back(blkid, it->second.get());

@@ -13,7 +13,10 @@
 //   - incremental: SnapOp kRecvApply in the commit (snapshot.cc) frees the head's blocks
 //     born after the origin (a rollback, so -F needs no separate step that could outlive a
 //     failed receive), gives the head the hidden clone's tree, and the snapshot is taken;
-//     with -F the later snapshots are destroyed in the same txg.
+//     with -F the later snapshots are destroyed in the same txg;
+//   - full with -F into an existing volume: the same kRecvApply from txg 0 (every block of
+//     the head freed, the received tree in its place) after its snapshots are destroyed, in
+//     one txg; refused when it is a clone, open, or has a snapshot held, cloned or open.
 // Any failure before that commit destroys the hidden dataset (its own blocks only: a
 // clone never frees what its origin holds) and the target is exactly as it was. A crash
 // leaves a hidden dataset no listing shows and no snapshot: the next receive into the
@@ -25,7 +28,7 @@
 // when its guids and offset match; anything else into that target is refused until
 // `receive -A` (AbortReceive) destroys it.
 //
-// Refused before anything is written: a full stream into an existing volume, an
+// Refused before anything is written: a full stream into an existing volume without -F, an
 // incremental one whose origin guid is not among the target's snapshots, a stream whose
 // snapshot the target already has (the same guid: fed twice), a target in use (open),
 // and without -F a target whose newest snapshot is not the origin or that was written
@@ -33,8 +36,10 @@
 //
 // Locks: the final checks and the queueing run under snap_admin_mu (as every snapshot
 // operation), so what they checked holds when the commit runs.
+#include <algorithm>
 #include <random>
 
+#include "pool/compress.h"
 #include "pool/pool_impl.h"
 #include "pool/send.h"
 
@@ -162,13 +167,12 @@ class SubstreamReceiver {
     }
     auto h = p_.volumes.find(volume_);
     if (!b_.incremental()) {
-      if (h != p_.volumes.end()) {
-        return Status::Exists("cannot receive new volume: destination '" + volume_ + "' exists" +
-                              (o_.force ? " (-F with a full stream is not supported: destroy "
-                                          "it first)"
-                                        : "\nmust specify -F to overwrite it"));
+      if (h == p_.volumes.end()) return Status::Ok();
+      if (!o_.force) {
+        return Status::Exists("cannot receive new volume: destination '" + volume_ +
+                              "' exists\nmust specify -F to overwrite it");
       }
-      return Status::Ok();
+      return CheckReplaceLocked(*h->second);
     }
     if (h == p_.volumes.end()) {
       return Status::NotFound("cannot receive incremental stream: destination '" + volume_ +
@@ -222,6 +226,40 @@ class SubstreamReceiver {
     return Status::Ok();
   }
 
+  // -F with a full stream into an existing volume: its snapshots are destroyed and its
+  // contents replaced, in the commit's txg, if nothing depends on them (zfs refuses a clone
+  // the same way; a snapshot held, cloned or open, or the volume open, is refused here and
+  // again at the commit).
+  Status CheckReplaceLocked(const Volume& head) {
+    if (head.open_count > 0) {
+      return Status::Busy("cannot receive into '" + volume_ + "': dataset is busy");
+    }
+    if (!head.synced_phys().origin.empty()) {
+      return Status::Exists("cannot receive new volume: destination '" + volume_ +
+                            "' is a clone\nmust destroy it to overwrite it");
+    }
+    if (head.volblocksize() != b_.volblocksize) {
+      return Status::NotSupported("cannot receive new volume: destination '" + volume_ +
+                                  "' has volblocksize " + std::to_string(head.volblocksize()) +
+                                  ", the stream " + std::to_string(b_.volblocksize) +
+                                  "\nmust destroy it to overwrite it");
+    }
+    for (const auto& s : p_.SnapshotsOfLocked(volume_)) {
+      const std::string n = s->synced_phys().name;
+      if (s->open_count > 0 || HeldOrClonedLocked(n, *s)) {
+        return Status::Busy("cannot receive new volume: -F cannot destroy '" + n +
+                            "': it has dependent clones, holds or users");
+      }
+      later_.push_back(n);
+    }
+    if (p_.snapshots.count(snapshot_) &&
+        std::find(later_.begin(), later_.end(), snapshot_) == later_.end()) {
+      return Status::Exists("cannot receive: destination '" + snapshot_ + "' exists");
+    }
+    replace_ = true;
+    return Status::Ok();
+  }
+
   Status CreateHidden() {
     {
       std::lock_guard l(p_.mu);
@@ -242,6 +280,10 @@ class SubstreamReceiver {
       phys.guid = NewGuid();
       phys.create_txg = p_.open_txg;
       phys.props = {{"refreservation", "0"}, {"creation", NowString()}};
+      // The data is written (compressed, checksummed) as the target will keep it.
+      for (const char* k : {"compression", "checksum"}) {
+        if (auto it = props_.find(k); it != props_.end()) phys.props[k] = it->second;
+      }
       vol_ = std::make_shared<Volume>(&p_, phys);
       if (b_.incremental()) vol_->keep_txg = origin_.create_txg;
       p_.volumes[hidden_] = vol_;
@@ -265,25 +307,37 @@ class SubstreamReceiver {
       // reached the volume, so a resumed stream sends them again.
       VS_ASSIGN_OR_RETURN(StreamRecord r, reader_.Next());
       if (r.type != RecordType::kWrite || pending_off_ + pending_.size() != r.offset ||
-          pending_.size() + r.payload.size() > kPendingMax) {
+          pending_.size() + r.length > kPendingMax) {
         VS_RETURN_IF_ERROR(FlushPending());
       }
       switch (r.type) {
-        case RecordType::kWrite:
-          if (r.comp != Compression::kNone) {
-            return Status::NotSupported(
-                "cannot receive: compressed WRITE records (send -c) "
-                "are not supported by this volstack");
-          }
+        case RecordType::kWrite: {
           if (r.offset % vbs != 0 || r.length != vbs || r.offset > size - vbs) {
             return Status::Corruption("invalid send stream: WRITE at " + std::to_string(r.offset) +
                                       " of " + std::to_string(r.length) +
                                       " bytes is outside the volume");
           }
           if (pending_.empty()) pending_off_ = r.offset;
-          pending_.insert(pending_.end(), r.payload.begin(), r.payload.end());
+          const size_t at = pending_.size();
+          if (r.comp == Compression::kNone) {
+            pending_.insert(pending_.end(), r.payload.begin(), r.payload.end());
+            pending_stored_.emplace_back();
+          } else {
+            // send -c: decoded once here (a payload that does not decode is refused before
+            // it reaches the volume), stored as it came (Volume::WriteStored).
+            pending_.resize(at + vbs);
+            Status d = DecompressBlock(r.comp, r.payload, std::span(pending_).subspan(at, vbs));
+            if (!d.ok()) {
+              return Status::Corruption("invalid send stream: the WRITE at " +
+                                        std::to_string(r.offset) +
+                                        " does not decode: " + d.message());
+            }
+            pending_stored_.push_back({r.comp, std::move(r.payload)});
+            pending_any_stored_ = true;
+          }
           stats_.data_bytes += r.length;
           break;
+        }
         case RecordType::kFree:
           if (r.offset % vbs != 0 || r.length % vbs != 0 || r.offset > size ||
               r.length > size - r.offset) {
@@ -307,10 +361,14 @@ class SubstreamReceiver {
   // reservation and throttle check instead of one a block).
   Status FlushPending() {
     if (pending_.empty()) return Status::Ok();
-    VS_RETURN_IF_ERROR(
-        WriteRetrying(p_, [&] { return vol_->Write(pending_off_, pending_, /*throttle=*/false); }));
+    VS_RETURN_IF_ERROR(WriteRetrying(p_, [&] {
+      return pending_any_stored_ ? vol_->WriteStored(pending_off_, pending_, pending_stored_, false)
+                                 : vol_->Write(pending_off_, pending_, /*throttle=*/false);
+    }));
     done_ = pending_off_ + pending_.size();
     pending_.clear();
+    pending_stored_.clear();
+    pending_any_stored_ = false;
     return Status::Ok();
   }
 
@@ -340,6 +398,7 @@ class SubstreamReceiver {
     r.toname = b_.toname;
     r.fromname = b_.fromname;
     r.offset = done_;
+    r.compressed = (b_.features & kFeatureCompressed) != 0;
     {
       std::lock_guard l(p_.mu);
       if (p_.volumes[hidden_] != vol_) return Status::NotFound("the partial receive vanished");
@@ -359,7 +418,9 @@ class SubstreamReceiver {
     {
       std::lock_guard l(p_.mu);
       if (p_.volumes[hidden_] != vol_) return Status::NotFound("the partial receive vanished");
-      if (p_.snapshots.count(snapshot_)) {
+      const bool replaced =  // -F destroys that one first
+          replace_ && std::find(later_.begin(), later_.end(), snapshot_) != later_.end();
+      if (p_.snapshots.count(snapshot_) && !replaced) {
         return Status::Exists("cannot receive: destination '" + snapshot_ + "' exists");
       }
       uint64_t refres = 0;
@@ -367,7 +428,38 @@ class SubstreamReceiver {
         refres = r->second == "auto" ? FullReservation(p_, b_.volsize, b_.volblocksize)
                                      : std::stoull(r->second);
       }
-      if (!b_.incremental()) {
+      if (!b_.incremental() && replace_) {
+        // -F: the target's snapshots go (newest first), then its tree is freed whole and the
+        // received one takes its place (kRecvApply from txg 0), all in this txg.
+        auto h = p_.volumes.find(volume_);
+        if (h == p_.volumes.end() || h->second->open_count > 0 ||
+            !h->second->synced_phys().origin.empty()) {
+          return Status::Busy("cannot receive into '" + volume_ + "': gone or in use");
+        }
+        auto list = p_.SnapshotsOfLocked(volume_);
+        if (list.size() != later_.size()) {
+          return Status::Busy("cannot receive: the snapshots of '" + volume_ + "' changed");
+        }
+        for (const auto& s : list) {
+          const std::string n = s->synced_phys().name;
+          if (s->open_count > 0 || HeldOrClonedLocked(n, *s)) {
+            return Status::Busy("cannot receive new volume: -F cannot destroy '" + n + "': busy");
+          }
+        }
+        for (auto it = later_.rbegin(); it != later_.rend(); ++it) {
+          p_.pending_snap_ops.push_back({PoolImpl::SnapOp::Kind::kDestroy, *it, 0});
+        }
+        p_.volumes.erase(hidden_);
+        PoolImpl::SnapOp apply{PoolImpl::SnapOp::Kind::kRecvApply, volume_, 0};
+        apply.txg = 0;
+        apply.source = vol_;
+        p_.pending_snap_ops.push_back(std::move(apply));
+        auto props = props_;
+        props["creation"] = NowString();
+        if (!props.count("refreservation")) props["refreservation"] = "0";
+        h->second->SetProps(props);
+        h->second->refreservation = refres;
+      } else if (!b_.incremental()) {
         if (p_.volumes.count(volume_)) {
           return Status::Exists("cannot receive new volume: destination '" + volume_ + "' exists");
         }
@@ -443,11 +535,14 @@ class SubstreamReceiver {
   std::string volume_, snapshot_, hidden_;
   std::map<std::string, std::string> props_;
   DatasetPhys origin_;
-  std::vector<std::string> later_;
+  std::vector<std::string> later_;  // the target's snapshots that -F destroys
+  bool replace_ = false;            // -F, a full stream: the target's contents replaced
   std::shared_ptr<Volume> vol_;
   uint64_t done_ = 0;  // the volume bytes before it are received (records come in order)
   static constexpr size_t kPendingMax = 1 << 20;
   std::vector<uint8_t> pending_;  // WRITE payloads for [pending_off_, +size), not written yet
+  std::vector<Volume::StoredForm> pending_stored_;  // a block's in pending_: its stored form
+  bool pending_any_stored_ = false;
   uint64_t pending_off_ = 0;
   std::string token_;
 };
@@ -491,6 +586,42 @@ Result<std::string> ReceiveResumeToken(Pool& pool, const std::string& volume) {
   if (hd == p.volumes.end()) return Status::NotFound("'" + volume + "': no partial receive");
   VS_ASSIGN_OR_RETURN(ResumeState r, ResumeFromProps(hd->second->phys().props));
   return EncodeResumeToken(r);
+}
+
+std::vector<DatasetInfo> ListPartialReceives(Pool& pool) {
+  PoolImpl& p = *pool.impl();
+  std::vector<DatasetInfo> out;
+  std::lock_guard l(p.mu);
+  for (const auto& [name, v] : p.volumes) {
+    const size_t cut = name.size() - std::min<size_t>(name.size(), 5);
+    if (name.compare(cut, std::string::npos, "%recv") != 0) continue;
+    const std::string target = name.substr(0, cut);
+    if (p.volumes.count(target)) continue;  // an incremental one: the target lists it
+    const DatasetPhys phys = v->phys();
+    auto r = ResumeFromProps(phys.props);
+    if (!r.ok()) continue;
+    DatasetInfo d;
+    d.name = target;
+    d.type = "volume";
+    d.guid = phys.guid;
+    d.create_txg = phys.create_txg;
+    d.referenced = d.used = phys.used;
+    d.logical_referenced = phys.lused;
+    d.volsize = phys.volsize;
+    d.volblocksize = phys.volblocksize;
+    PutDatasetNumbers(d);
+    d.props["type"] = "volume";
+    d.props["receive_resume_token"] = EncodeResumeToken(*r);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+Result<DatasetInfo> GetPartialReceive(Pool& pool, const std::string& name) {
+  for (auto& d : ListPartialReceives(pool)) {
+    if (d.name == name) return d;
+  }
+  return Status::NotFound("cannot open '" + name + "': dataset does not exist");
 }
 
 Status AbortReceive(Pool& pool, const std::string& volume) {

@@ -19,12 +19,17 @@
 // destroyed (EBUSY) while their blocks are being read; the volume itself stays writable
 // and in use: its later writes go elsewhere (copy-on-write).
 //
-// Format: send_stream.h, docs/format/send.md. Records come in block order; data blocks
-// travel uncompressed (a compressed block is decoded by ReadBlock; `send -c` is not there yet).
+// Format: send_stream.h, docs/format/send.md. Records come in block order. Data blocks
+// travel decoded, or with `send -c` as they are stored: a compressed block's psize bytes
+// (read and verified raw, never decoded), with its algorithm in the record. A -c stream's
+// BEGIN names the algorithms its records use, so that a receiver that cannot decode one
+// refuses before anything is written; finding them takes a walk of the metadata first
+// (the dry run's), skipped on a pool that has never stored a compressed block.
 #include "pool/send.h"
 
 #include <algorithm>
 
+#include "pool/compress.h"
 #include "pool/pool_impl.h"
 #include "util/coding.h"
 
@@ -35,16 +40,17 @@ namespace {
 class TreeSender {
  public:
   // `resume`: records start at this volume offset (send -t); what lies before is skipped
-  // unread.
+  // unread. `compressed` (send -c): compressed blocks travel as stored.
   TreeSender(PoolImpl& pool, StreamWriter& w, const DatasetPhys& tree, uint64_t min_txg,
-             bool dry_run, SendStats& stats, uint64_t resume = 0)
+             bool dry_run, SendStats& stats, uint64_t resume = 0, bool compressed = false)
       : pool_(pool),
         w_(w),
         tree_(tree),
         min_txg_(min_txg),
         dry_run_(dry_run),
         stats_(stats),
-        resume_(resume) {}
+        resume_(resume),
+        compressed_(compressed) {}
 
   Status Run() {
     buf_.resize(tree_.volblocksize);
@@ -78,19 +84,37 @@ class TreeSender {
       if (bp.type != BlockType::kVolData || bp.lsize != vbs) {
         return Status::Corruption(tree_.name + ": not a data block: " + bp.ToString());
       }
-      stats_.data_bytes += vbs;
-      // A verified xxh3 block's checksum is its WRITE record's: the data is hashed once.
+      // send -c: a compressed block's payload is its psize bytes as stored.
+      const bool raw = compressed_ && bp.comp != Compression::kNone;
+      if (bp.comp != Compression::kNone) stats_.comp_mask |= 1u << static_cast<uint8_t>(bp.comp);
+      const uint64_t plen = raw ? bp.psize : vbs;
+      const Compression comp = raw ? bp.comp : Compression::kNone;
+      if (raw && (bp.psize == 0 || bp.psize >= vbs)) {
+        return Status::Corruption(tree_.name + ": bad compressed block: " + bp.ToString());
+      }
+      stats_.data_bytes += plen;
+      if (dry_run_) {
+        // Only the record's size matters: no data, no checksum.
+        static const uint8_t kNoChecksum[16] = {};
+        return w_.Write(start, vbs, std::span<const uint8_t>(buf_).first(plen), comp, kNoChecksum);
+      }
+      // A verified xxh3 block's checksum (of its bytes as stored) is its WRITE record's
+      // when the payload is those bytes: the data is hashed once.
       const uint8_t* known =
-          !dry_run_ && bp.cksum == ChecksumType::kXxh3_128 ? bp.checksum.bytes.data() : nullptr;
-      if (!dry_run_ && index >= run_first_ && index < run_first_ + run_count_) {
+          bp.cksum == ChecksumType::kXxh3_128 && (raw || bp.comp == Compression::kNone)
+              ? bp.checksum.bytes.data()
+              : nullptr;
+      if (index >= run_first_ && index < run_first_ + run_count_) {
         return w_.Write(start, vbs,
-                        std::span<const uint8_t>(run_).subspan((index - run_first_) * vbs, vbs),
-                        Compression::kNone, known);
+                        std::span<const uint8_t>(run_).subspan(run_off_[index - run_first_], plen),
+                        comp, known);
       }
-      if (!dry_run_) {
-        VS_RETURN_IF_ERROR(pool_.ReadBlock(bp, buf_.data(), false, /*offer=*/false));
-        stats_.bytes_read += bp.psize;
+      if (raw) {
+        VS_RETURN_IF_ERROR(ReadStored(bp));
+        return w_.Write(start, vbs, std::span<const uint8_t>(raw_).first(plen), comp, known);
       }
+      VS_RETURN_IF_ERROR(pool_.ReadBlock(bp, buf_.data(), false, /*offer=*/false));
+      stats_.bytes_read += bp.psize;
       return w_.Write(start, vbs, buf_, Compression::kNone, known);
     }
     if (bp.type != BlockType::kVolIndirect || bp.lsize != kIndirectBlockSize) {
@@ -117,35 +141,45 @@ class TreeSender {
     return Status::Ok();
   }
 
+  // A data block whose record's payload is its bytes on disk as they are: uncompressed, or
+  // (send -c) compressed.
   bool Sendable(const BlockPtr& bp) const {
-    return !bp.IsHole() && bp.birth > min_txg_ && bp.level == 0 && bp.type == BlockType::kVolData &&
-           bp.lsize == tree_.volblocksize && bp.psize == bp.lsize && bp.dva[0].asize() == bp.psize;
+    if (bp.IsHole() || bp.birth <= min_txg_ || bp.level != 0 || bp.type != BlockType::kVolData ||
+        bp.lsize != tree_.volblocksize) {
+      return false;
+    }
+    if (bp.comp == Compression::kNone) return bp.psize == bp.lsize && bp.dva[0].asize() == bp.psize;
+    return compressed_ && bp.psize > 0 && bp.psize < bp.lsize && bp.psize <= bp.dva[0].asize();
   }
 
   // Reads the data blocks kids[i..] that lie back to back on one vdev, up to kRunBytes, with
-  // one vdev read (a block at a time would be a system call per 16 KiB), and verifies each.
+  // one vdev read (a block at a time would be a system call per 16 KiB), and verifies each
+  // (its first psize bytes: a compressed block fills its allocation only partly).
   Status ReadRun(const std::vector<BlockPtr>& kids, uint32_t i) {
-    const uint32_t vbs = tree_.volblocksize;
     const Dva& d0 = kids[i].dva[0];
     uint32_t n = 1;
-    while (i + n < kids.size() && (n + 1) * uint64_t{vbs} <= kRunBytes && Sendable(kids[i + n]) &&
-           kids[i + n].dva[0].vdev == d0.vdev &&
-           kids[i + n].dva[0].offset == d0.offset + uint64_t{n} * vbs) {
+    uint64_t bytes = d0.asize();
+    run_off_.assign(1, 0);
+    while (i + n < kids.size() && Sendable(kids[i + n]) && kids[i + n].dva[0].vdev == d0.vdev &&
+           kids[i + n].dva[0].offset == d0.offset + bytes &&
+           bytes + kids[i + n].dva[0].asize() <= kRunBytes) {
+      run_off_.push_back(bytes);
+      bytes += kids[i + n].dva[0].asize();
       n++;
     }
     if (d0.vdev >= pool_.vdevs.size() || d0.offset < kAllocStart ||
-        d0.offset + uint64_t{n} * vbs > pool_.vdevs[d0.vdev]->alloc_end()) {
+        d0.offset + bytes > pool_.vdevs[d0.vdev]->alloc_end()) {
       return Status::IoError(tree_.name + ": block pointer out of range: " + kids[i].ToString());
     }
-    run_.resize(uint64_t{n} * vbs);
+    run_.resize(bytes);
     // Verified as the pool verifies any read (self-heal from another copy of a mirror).
     HealCounts heal;
     Status st = pool_.vdevs[d0.vdev]->ReadVerified(
         d0.offset, run_,
         [&](std::span<const uint8_t> b) {
           for (uint32_t k = 0; k < n; k++) {
-            if (ComputeChecksum(kids[i + k].cksum, b.subspan(uint64_t{k} * vbs, vbs)) !=
-                kids[i + k].checksum) {
+            const BlockPtr& bp = kids[i + k];
+            if (ComputeChecksum(bp.cksum, b.subspan(run_off_[k], bp.psize)) != bp.checksum) {
               return false;
             }
           }
@@ -165,6 +199,33 @@ class TreeSender {
     return Status::Ok();
   }
 
+  // One block's bytes as stored (whole sectors), verified, into raw_ (send -c, a block no
+  // run took).
+  Status ReadStored(const BlockPtr& bp) {
+    const Dva& d = bp.dva[0];
+    if (d.vdev >= pool_.vdevs.size() || d.offset < kAllocStart ||
+        d.offset + d.asize() > pool_.vdevs[d.vdev]->alloc_end()) {
+      return Status::IoError(tree_.name + ": block pointer out of range: " + bp.ToString());
+    }
+    raw_.resize(d.asize());
+    HealCounts heal;
+    Status st = pool_.vdevs[d.vdev]->ReadVerified(
+        d.offset, raw_,
+        [&](std::span<const uint8_t> b) {
+          return ComputeChecksum(bp.cksum, b.first(bp.psize)) == bp.checksum;
+        },
+        &heal);
+    if (heal.repaired_bytes > 0) pool_.healed_bytes += heal.repaired_bytes;
+    if (!st.ok()) {
+      if (st.IsCorruption()) {
+        return Status::Corruption(tree_.name + ": checksum mismatch in " + bp.ToString());
+      }
+      return st;
+    }
+    stats_.bytes_read += raw_.size();
+    return Status::Ok();
+  }
+
   PoolImpl& pool_;
   StreamWriter& w_;
   const DatasetPhys tree_;
@@ -172,11 +233,14 @@ class TreeSender {
   const bool dry_run_;
   SendStats& stats_;
   const uint64_t resume_;
-  std::vector<uint8_t> buf_;
+  const bool compressed_;
+  std::vector<uint8_t> buf_, raw_;
   // The data blocks of the L1 block being sent that ReadRun read: children
-  // [run_first_, run_first_ + run_count_), back to back in run_.
+  // [run_first_, run_first_ + run_count_), back to back in run_, child run_first_ + k at
+  // run_off_[k].
   static constexpr uint64_t kRunBytes = 1 << 20;
   std::vector<uint8_t> run_;
+  std::vector<uint64_t> run_off_;
   uint32_t run_first_ = 0, run_count_ = 0;
 };
 
@@ -192,7 +256,7 @@ std::map<std::string, std::string> SentProps(const DatasetPhys& head) {
 }  // namespace
 
 Result<SendStats> Send(Pool& pool, const SendOptions& o, const StreamWriter::Sink& sink,
-                       const std::function<void(uint64_t)>& progress) {
+                       const std::function<void(const SendProgress&)>& progress) {
   PoolImpl& p = *pool.impl();
   VS_RETURN_IF_ERROR(p.CheckUsable());
   VS_RETURN_IF_ERROR(ValidateSnapshotName(o.snapshot));
@@ -257,10 +321,11 @@ Result<SendStats> Send(Pool& pool, const SendOptions& o, const StreamWriter::Sin
   }
   SendStats stats;
   uint64_t part_start = 0;
+  std::string part_name;
   StreamWriter w([&](std::span<const uint8_t> rec) -> Status {
     if (!o.dry_run) VS_RETURN_IF_ERROR(sink(rec));
-    if (progress) progress(stats.stream_bytes + rec.size());
     stats.stream_bytes += rec.size();
+    if (progress) progress({part_name, stats.stream_bytes - part_start, stats.stream_bytes});
     return Status::Ok();
   });
   const size_t first_to = from.empty() ? 0 : 1;
@@ -281,11 +346,26 @@ Result<SendStats> Send(Pool& pool, const SendOptions& o, const StreamWriter::Sin
       b.features |= kFeatureResume;
       b.resume_offset = o.resume_offset;
     }
+    const uint64_t min_txg = prev ? prev->create_txg : 0;
+    const uint64_t resume = o.resume ? o.resume_offset : 0;
+    if (o.compressed) {
+      b.features |= kFeatureCompressed;
+      // The algorithms its records will use, named in BEGIN: a walk of the metadata.
+      if (p.compressed_blocks) {
+        SendStats walked;
+        StreamWriter none([](std::span<const uint8_t>) { return Status::Ok(); });
+        VS_RETURN_IF_ERROR(TreeSender(p, none, to, min_txg, true, walked, resume, true).Run());
+        for (Compression c : {Compression::kLz4, Compression::kZstd}) {
+          if (walked.comp_mask & (1u << static_cast<uint8_t>(c))) {
+            b.compress.push_back(CompressionName(c));
+          }
+        }
+      }
+    }
     part_start = stats.stream_bytes;
+    part_name = b.toname;
     VS_RETURN_IF_ERROR(w.Begin(b));
-    VS_RETURN_IF_ERROR(TreeSender(p, w, to, prev ? prev->create_txg : 0, o.dry_run, stats,
-                                  o.resume ? o.resume_offset : 0)
-                           .Run());
+    VS_RETURN_IF_ERROR(TreeSender(p, w, to, min_txg, o.dry_run, stats, resume, o.compressed).Run());
     VS_RETURN_IF_ERROR(w.End());
     stats.parts.push_back({b.fromname, b.toname, stats.stream_bytes - part_start});
   }
@@ -303,6 +383,7 @@ Result<SendOptions> SendOptionsFromToken(const std::string& token) {
   o.resume_offset = r.offset;
   o.toguid = r.toguid;
   o.fromguid = r.fromguid;
+  o.compressed = r.compressed;
   return o;
 }
 

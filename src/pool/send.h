@@ -22,6 +22,9 @@ struct SendOptions {
   std::string from = "";       // "" (full), "@a" or "pool/vol@a": incremental from a
   bool intermediates = false;  // -I: one substream per snapshot between from and snapshot
   bool dry_run = false;        // -n: walk the metadata, read no data, write nothing
+  // -c: compressed blocks travel as stored (their psize bytes and algorithm); without it
+  // they are decoded. A resumed send (-t) takes it from the token.
+  bool compressed = false;
   // send -t: a resumed stream from this volume offset; the snapshots must still have the
   // guids the token names (nonzero).
   bool resume = false;
@@ -43,14 +46,20 @@ struct SendStats {
   uint64_t bytes_read = 0;  // blocks read from the pool (indirect and data)
   uint64_t write_records = 0;
   uint64_t free_records = 0;
+  uint32_t comp_mask = 0;  // bit c: a block sent is stored with Compression c
 };
 
-// Writes the stream to `sink`. `progress` (if set) is called after each record with the
-// stream bytes so far. The snapshot (and the origin) must exist; the origin must be an
-// earlier snapshot of the same volume. Incremental sends read only the blocks born after the
-// origin (a walk by birth txg).
+// What `progress` is told after each record: the snapshot whose substream it is, the
+// bytes of that substream so far, and of the whole stream.
+struct SendProgress {
+  const std::string& snapshot;
+  uint64_t part_bytes, stream_bytes;
+};
+// Writes the stream to `sink`. `progress` (if set) is called after each record. The snapshot (and
+// the origin) must exist; the origin must be an earlier snapshot of the same volume. Incremental
+// sends read only the blocks born after the origin (a walk by birth txg).
 Result<SendStats> Send(Pool& pool, const SendOptions& options, const StreamWriter::Sink& sink,
-                       const std::function<void(uint64_t)>& progress = {});
+                       const std::function<void(const SendProgress&)>& progress = {});
 
 struct ReceiveOptions {
   std::string target = "";  // "pool/vol" (the snapshot keeps the stream's name) or "pool/vol@s"
@@ -77,5 +86,11 @@ Result<ReceiveStats> Receive(Pool& pool, const ReceiveOptions& options, StreamRe
 Result<std::string> ReceiveResumeToken(Pool& pool, const std::string& volume);
 // zfs receive -A: discards the partial state of a `receive -s` into `volume`.
 Status AbortReceive(Pool& pool, const std::string& volume);
+// The partial `receive -s` states of full streams into names no volume has (a new
+// target), each as the dataset zfs shows for one: the target's name, type volume, its
+// volsize, space so far and receive_resume_token. ListDatasets does not list them.
+std::vector<DatasetInfo> ListPartialReceives(Pool& pool);
+// The one of those named `name`, or NotFound.
+Result<DatasetInfo> GetPartialReceive(Pool& pool, const std::string& name);
 
 }  // namespace volstack::pool

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "pool/compress.h"
 #include "util/coding.h"
 
 namespace volstack::pool {
@@ -33,9 +34,17 @@ std::string TypeName(uint32_t t) {
 
 }  // namespace
 
+Result<Compression> CompressionByName(const std::string& name) {
+  for (Compression c : {Compression::kLz4, Compression::kZstd}) {
+    if (CompressionName(c) == name) return c;
+  }
+  return Status::NotSupported("unknown compression algorithm '" + name + "'");
+}
+
 std::vector<uint8_t> EncodeBeginPayload(const StreamBegin& b) {
   nlohmann::json j{{"toname", b.toname}, {"fromname", b.fromname}, {"props", b.props}};
   if (b.resumed()) j["resume_offset"] = b.resume_offset;
+  if (b.features & kFeatureCompressed) j["compress"] = b.compress;
   const std::string js = j.dump();
   std::vector<uint8_t> out(kBeginFixed + js.size());
   EncodeLE64(&out[0], b.features);
@@ -79,6 +88,9 @@ Result<StreamBegin> DecodeBeginPayload(std::span<const uint8_t> in) {
     b.fromname = j.at("fromname").get<std::string>();
     b.props = j.at("props").get<std::map<std::string, std::string>>();
     if (b.resumed()) b.resume_offset = j.at("resume_offset").get<uint64_t>();
+    if (b.features & kFeatureCompressed) {
+      b.compress = j.at("compress").get<std::vector<std::string>>();
+    }
   } catch (const std::exception& e) {
     return Status::Corruption(std::string("BEGIN record: bad names: ") + e.what());
   }
@@ -90,16 +102,21 @@ Result<StreamBegin> DecodeBeginPayload(std::span<const uint8_t> in) {
   if (b.resume_offset % vbs != 0 || b.resume_offset > b.volsize) {
     return Status::Corruption("BEGIN record: bad resume offset");
   }
+  for (const std::string& name : b.compress) {
+    if (!CompressionByName(name).ok()) {
+      return Status::NotSupported("cannot receive: the stream's blocks are compressed with '" +
+                                  name +
+                                  "', which this volstack cannot decode: send it without -c");
+    }
+  }
   return b;
 }
 
 std::string EncodeResumeToken(const ResumeState& r) {
-  const std::string js = nlohmann::json{
-      {"toguid", r.toguid},
-      {"fromguid", r.fromguid},
-      {"toname", r.toname},
-      {"fromname", r.fromname},
-      {"offset", r.offset}}.dump();
+  const std::string js = nlohmann::json{{"toguid", r.toguid}, {"fromguid", r.fromguid},
+                                        {"toname", r.toname}, {"fromname", r.fromname},
+                                        {"offset", r.offset}, {"compressok", r.compressed}}
+                             .dump();
   static const char kHex[] = "0123456789abcdef";
   std::string out = "1-";
   for (unsigned char c : js) {
@@ -129,6 +146,7 @@ Result<ResumeState> DecodeResumeToken(const std::string& token) {
     r.toname = j.at("toname").get<std::string>();
     r.fromname = j.at("fromname").get<std::string>();
     r.offset = j.at("offset").get<uint64_t>();
+    r.compressed = j.value("compressok", false);
   } catch (const std::exception&) {
     return bad();
   }
@@ -140,7 +158,8 @@ std::map<std::string, std::string> ResumeProps(const ResumeState& r) {
           {"resume:fromguid", std::to_string(r.fromguid)},
           {"resume:toname", r.toname},
           {"resume:fromname", r.fromname},
-          {"resume:offset", std::to_string(r.offset)}};
+          {"resume:offset", std::to_string(r.offset)},
+          {"resume:compressok", r.compressed ? "1" : "0"}};
 }
 
 Result<ResumeState> ResumeFromProps(const std::map<std::string, std::string>& props) {
@@ -151,6 +170,8 @@ Result<ResumeState> ResumeFromProps(const std::map<std::string, std::string>& pr
     r.toname = props.at("resume:toname");
     r.fromname = props.at("resume:fromname");
     r.offset = std::stoull(props.at("resume:offset"));
+    auto c = props.find("resume:compressok");
+    r.compressed = c != props.end() && c->second == "1";
   } catch (const std::exception&) {
     return Status::NotFound("no resumable receive state");
   }
@@ -160,7 +181,9 @@ Result<ResumeState> ResumeFromProps(const std::map<std::string, std::string>& pr
 // ---------------------------------------------------------------------------------------
 // StreamWriter
 
-StreamWriter::StreamWriter(Sink sink) : sink_(std::move(sink)), hash_(XXH3_createState()) {}
+StreamWriter::StreamWriter(Sink sink) : sink_(std::move(sink)), hash_(XXH3_createState()) {
+  XXH3_128bits_reset(hash_);  // records before a Begin (a walk that only counts) hash too
+}
 
 StreamWriter::~StreamWriter() { XXH3_freeState(hash_); }
 
@@ -325,6 +348,10 @@ Result<StreamRecord> StreamReader::Next() {
       }
       r.begin = std::move(*begin);
       r.payload.clear();
+      comp_allowed_ = 0;
+      for (const std::string& name : r.begin.compress) {
+        comp_allowed_ |= 1u << static_cast<uint8_t>(*CompressionByName(name));
+      }
       in_substream_ = true;
       break;
     }
@@ -332,6 +359,14 @@ Result<StreamRecord> StreamReader::Next() {
       r.offset = a;
       r.length = b;
       if (r.comp == Compression::kNone && plen != b) return Fail("WRITE size mismatch");
+      if (r.comp != Compression::kNone) {
+        // Stored compressed only when that saves space, so never as long as the block.
+        if (plen == 0 || plen >= b) return Fail("compressed WRITE size mismatch");
+        if ((comp_allowed_ & (1u << h[4])) == 0) {
+          return Fail("WRITE compressed with " + CompressionName(r.comp) +
+                      ", which its BEGIN does not list");
+        }
+      }
       break;
     case RecordType::kFree:
       r.offset = a;

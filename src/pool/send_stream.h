@@ -22,7 +22,9 @@
 // BEGIN's payload: u64 features, u64 toguid, u64 fromguid (0: a full stream), u64 volsize,
 // u32 volblocksize, u32 reserved, u64 creation (unix seconds), u32 n, then n bytes of JSON
 // {"toname": "pool/vol@b", "fromname": "pool/vol@a" or "", "props": {...}} (and, with the
-// resume feature, "resume_offset": N).
+// resume feature, "resume_offset": N; with the compressed feature, "compress": the names of
+// the algorithms its WRITE records use, so that a receiver that cannot decode one refuses
+// the stream by that name before it writes anything).
 //
 // A reader checks the magic and version before anything else (a newer stream is refused
 // by its version, whatever its header holds), then each header's checksum and sequence
@@ -72,19 +74,28 @@ struct StreamBegin {
   std::string fromname;  // "pool/vol@a", empty for a full stream
   std::map<std::string, std::string> props;
   uint64_t resume_offset = 0;  // kFeatureResume: the first volume byte the records cover
+  // kFeatureCompressed: the algorithms WRITE payloads may be compressed with, by name.
+  std::vector<std::string> compress;
   bool incremental() const { return fromguid != 0; }
   bool resumed() const { return (features & kFeatureResume) != 0; }
 };
 
 std::vector<uint8_t> EncodeBeginPayload(const StreamBegin& b);
+// A BEGIN whose features this volstack does not know, or whose "compress" names an
+// algorithm it cannot decode, is NotSupported (EOPNOTSUPP), naming it; other damage is
+// Corruption.
 Result<StreamBegin> DecodeBeginPayload(std::span<const uint8_t> in);
+
+// The algorithm a BEGIN's "compress" names (CompressionName's spelling), or NotSupported.
+Result<Compression> CompressionByName(const std::string& name);
 
 // Where a partial `zfs receive -s` stopped: what `zfs get receive_resume_token` shows,
 // encoded, and `zfs send -t` takes. Token: "1-" then the hex of a JSON object.
 struct ResumeState {
   uint64_t toguid = 0, fromguid = 0;
   std::string toname, fromname;
-  uint64_t offset = 0;  // the first volume byte not yet received
+  uint64_t offset = 0;      // the first volume byte not yet received
+  bool compressed = false;  // the stream was `send -c`: the resumed one is too
 };
 std::string EncodeResumeToken(const ResumeState& r);
 Result<ResumeState> DecodeResumeToken(const std::string& token);
@@ -93,7 +104,8 @@ Result<ResumeState> DecodeResumeToken(const std::string& token);
 std::map<std::string, std::string> ResumeProps(const ResumeState& r);
 Result<ResumeState> ResumeFromProps(const std::map<std::string, std::string>& props);
 
-// One record as read. WRITE: offset, length = lsize, comp, payload (psize bytes). FREE:
+// One record as read. WRITE: offset, length = lsize, comp, payload (psize bytes; a
+// compressed payload is shorter than lsize and its algorithm one its BEGIN lists). FREE:
 // offset, length.
 struct StreamRecord {
   RecordType type = RecordType::kEnd;
@@ -169,6 +181,7 @@ class StreamReader {
   uint64_t seq_ = 0;
   uint64_t offset_ = 0;
   uint64_t record_start_ = 0;
+  uint32_t comp_allowed_ = 0;  // bit c: the substream's BEGIN lists Compression c
 };
 
 }  // namespace volstack::pool

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "bdev/memory_device.h"
+#include "pool/compress.h"
 #include "pool/pool_impl.h"
 #include "pool/send_stream_fuzz.h"
 #include "pool/test_util.h"
@@ -400,10 +401,270 @@ TEST(SendTest, CrashLeftoverIsReplaced) {
   ExpectConsistent(*s.b.pool);
 }
 
+// send -c: a compressed volume's stream carries its blocks as stored, so it is smaller by
+// about the compressratio; the receive stores them as they came (the target's compressratio
+// is the source's even with compression off there), reads back identical, and a resumed
+// -c stream stays compressed. Without -c the blocks travel decoded.
+TEST(SendTest, CompressedStreamKeepsBlocksCompressed) {
+  TestPool a = MakePool("src"), b = MakePool("dst");
+  VolumeOptions vo;
+  vo.volsize = 32 * kMiB;
+  vo.volblocksize = 16384;
+  vo.sparse = true;
+  vo.props["compression"] = "lz4";
+  ASSERT_TRUE(a.pool->CreateVolume("src/z", vo).ok());
+  {
+    auto d = *a.pool->OpenVolume("src/z");
+    ASSERT_TRUE(d->Write(0, testing::Text(6 * kMiB, 1)).ok());
+    ASSERT_TRUE(d->Write(8 * kMiB, testing::Random(kMiB, 2)).ok());
+  }
+  ASSERT_TRUE(a.pool->Snapshot({"src/z@1"}).ok());
+  const auto at1 = ReadAll(*a.pool, "src/z@1");
+  SendStats cstats;
+  auto plain = SendToBuffer(*a.pool, {.snapshot = "src/z@1"});
+  auto comp = SendToBuffer(*a.pool, {.snapshot = "src/z@1", .compressed = true}, &cstats);
+  ASSERT_TRUE(plain.ok() && comp.ok());
+  // The stream shrinks as the data did: plain/compressed ~ logicalused/used.
+  const auto src = *a.pool->GetDataset("src/z@1");
+  const double ratio = double(src.logical_referenced) / double(src.referenced);
+  const double stream_ratio = double(plain->size()) / double(comp->size());
+  EXPECT_GT(ratio, 1.5);
+  EXPECT_NEAR(stream_ratio, ratio, ratio * 0.1) << plain->size() << " " << comp->size();
+  EXPECT_EQ(cstats.comp_mask, 1u << static_cast<uint8_t>(Compression::kLz4));
+  // Dry run: the exact size.
+  auto dry = Send(*a.pool, {.snapshot = "src/z@1", .dry_run = true, .compressed = true},
+                  [](std::span<const uint8_t>) { return Status::IoError("dry run wrote"); });
+  ASSERT_TRUE(dry.ok());
+  EXPECT_EQ(dry->stream_bytes, comp->size());
+
+  // Received as stored, even where compression is off.
+  ASSERT_TRUE(ReceiveBuffer(*b.pool, *comp, {.target = "dst/z"}).ok());
+  ASSERT_TRUE(
+      ReceiveBuffer(*b.pool, *comp, {.target = "dst/off", .props = {{"compression", "off"}}}).ok());
+  ASSERT_TRUE(
+      ReceiveBuffer(*b.pool, *plain, {.target = "dst/plain", .props = {{"compression", "off"}}})
+          .ok());
+  for (const char* n : {"dst/z@1", "dst/off@1", "dst/plain@1"}) EXPECT_EQ(ReadAll(*b.pool, n), at1);
+  const std::string want = src.props.at("refcompressratio");
+  EXPECT_EQ(b.pool->GetDataset("dst/z")->props["compressratio"], want);
+  EXPECT_EQ(b.pool->GetDataset("dst/off")->props["compressratio"], want);
+  EXPECT_EQ(b.pool->GetDataset("dst/off")->referenced, src.referenced);
+  EXPECT_EQ(b.pool->GetDataset("dst/plain")->props["compressratio"], "1.00x");
+  // Without -c the blocks travel decoded and the target compresses them itself.
+  ASSERT_TRUE(ReceiveBuffer(*b.pool, *plain, {.target = "dst/again"}).ok());
+  EXPECT_EQ(b.pool->GetDataset("dst/again")->props["compressratio"], want);
+
+  // An incremental -c after a switch to zstd names only zstd; resumed, it stays -c.
+  ASSERT_TRUE(a.pool->SetProperty("src/z", "compression", "zstd").ok());
+  {
+    auto d = *a.pool->OpenVolume("src/z");
+    ASSERT_TRUE(d->Write(16 * kMiB, testing::Text(2 * kMiB, 3)).ok());
+  }
+  ASSERT_TRUE(a.pool->Snapshot({"src/z@2"}).ok());
+  SendStats istats;
+  auto incr =
+      SendToBuffer(*a.pool, {.snapshot = "src/z@2", .from = "@1", .compressed = true}, &istats);
+  ASSERT_TRUE(incr.ok());
+  EXPECT_EQ(istats.comp_mask, 1u << static_cast<uint8_t>(Compression::kZstd));
+  auto cut = *incr;
+  cut.resize(cut.size() / 2);
+  ASSERT_FALSE(ReceiveBuffer(*b.pool, cut, {.target = "dst/z", .resumable = true}).ok());
+  auto token = ReceiveResumeToken(*b.pool, "dst/z");
+  ASSERT_TRUE(token.ok());
+  auto o = SendOptionsFromToken(*token);
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->compressed);
+  auto rest = SendToBuffer(*a.pool, *o);
+  ASSERT_TRUE(rest.ok());
+  auto r = ReceiveBuffer(*b.pool, *rest, {.target = "dst/z", .resumable = true});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(ReadAll(*b.pool, "dst/z@2"), ReadAll(*a.pool, "src/z@2"));
+  EXPECT_EQ(b.pool->GetDataset("dst/z@2")->referenced, a.pool->GetDataset("src/z@2")->referenced);
+  ExpectConsistent(*a.pool);
+  ExpectConsistent(*b.pool);
+
+  // Durable: the received compressed blocks read back after an import.
+  ASSERT_TRUE(b.pool->Close().ok());
+  PoolImportOptions io;
+  io.tuning = TestTuning();
+  auto again = Pool::Import(b.devs, io);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(ReadAll(**again, "dst/off@1"), at1);
+  EXPECT_EQ(ReadAll(**again, "dst/z"), ReadAll(*a.pool, "src/z@2"));
+  ExpectConsistent(**again);
+}
+
+// A stream built by hand: one BEGIN (`compress` names) and one WRITE of `payload`.
+std::vector<uint8_t> HandStream(const std::vector<std::string>& compress, Compression comp,
+                                const std::vector<uint8_t>& payload) {
+  std::vector<uint8_t> out;
+  StreamWriter w([&](std::span<const uint8_t> rec) {
+    out.insert(out.end(), rec.begin(), rec.end());
+    return Status::Ok();
+  });
+  StreamBegin b;
+  b.features = kFeatureCompressed;
+  b.toguid = 77;
+  b.volsize = kMiB;
+  b.volblocksize = 16384;
+  b.toname = "x/v@1";
+  b.compress = compress;
+  EXPECT_TRUE(w.Begin(b).ok());
+  EXPECT_TRUE(w.Write(0, 16384, payload, comp).ok());
+  EXPECT_TRUE(w.End().ok());
+  return out;
+}
+
+// A -c stream this volstack cannot decode is refused by the algorithm's name before
+// anything is written; one whose payload does not decode (checksums intact) as a bad
+// stream; a WRITE whose algorithm its BEGIN does not list, too.
+TEST(SendTest, CompressedStreamRefusals) {
+  TestPool b = MakePool("dst");
+  std::vector<uint8_t> lz4(16384);
+  const auto text = testing::Text(16384, 5);
+  const uint32_t n = CompressBlock({Compression::kLz4, 0}, text, 512, lz4);
+  ASSERT_GT(n, 0u);
+  lz4.resize(n);
+  auto ok =
+      ReceiveBuffer(*b.pool, HandStream({"lz4"}, Compression::kLz4, lz4), {.target = "dst/ok"});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  const auto got = ReadAll(*b.pool, "dst/ok");
+  EXPECT_EQ(std::vector<uint8_t>(got.begin(), got.begin() + 16384), text);
+
+  auto r = ReceiveBuffer(*b.pool, HandStream({"lz4", "gzip-9"}, Compression::kLz4, lz4),
+                         {.target = "dst/a"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), EOPNOTSUPP);
+  EXPECT_NE(r.status().message().find("'gzip-9'"), std::string::npos) << r.status().ToString();
+  auto garbage = lz4;
+  for (size_t i = 0; i < garbage.size(); i += 7) garbage[i] ^= 0x5a;
+  r = ReceiveBuffer(*b.pool, HandStream({"lz4"}, Compression::kLz4, garbage), {.target = "dst/b"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("does not decode"), std::string::npos)
+      << r.status().ToString();
+  r = ReceiveBuffer(*b.pool, HandStream({}, Compression::kLz4, lz4), {.target = "dst/c"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("does not list"), std::string::npos) << r.status().ToString();
+  for (const char* n : {"dst/a", "dst/b", "dst/c"}) EXPECT_FALSE(b.pool->GetDataset(n).ok());
+  EXPECT_FALSE(HasHidden(*b.pool));
+  ExpectConsistent(*b.pool);
+}
+
+// recv -s into a name no volume has: the partial state shows as that volume (its token),
+// holds the name against zfs create, resumes, and -A discards it.
+TEST(SendTest, PartialReceiveIntoNewName) {
+  Scenario s;
+  auto cut = s.full;
+  cut.resize(cut.size() / 2);
+  ASSERT_FALSE(ReceiveBuffer(*s.b.pool, cut, {.target = "dst/new", .resumable = true}).ok());
+  EXPECT_FALSE(s.b.pool->GetDataset("dst/new").ok());  // not a volume yet
+  auto partial = GetPartialReceive(*s.b.pool, "dst/new");
+  ASSERT_TRUE(partial.ok());
+  EXPECT_EQ(partial->type, "volume");
+  EXPECT_EQ(partial->volsize, 64 * kMiB);
+  EXPECT_EQ(partial->props["receive_resume_token"], *ReceiveResumeToken(*s.b.pool, "dst/new"));
+  EXPECT_EQ(ListPartialReceives(*s.b.pool).size(), 1u);
+  VolumeOptions vo;
+  vo.volsize = 64 * kMiB;
+  vo.sparse = true;
+  auto created = s.b.pool->CreateVolume("dst/new", vo);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), EEXIST);
+  auto rest =
+      SendToBuffer(*s.a.pool, *SendOptionsFromToken(partial->props["receive_resume_token"]));
+  ASSERT_TRUE(rest.ok());
+  ASSERT_TRUE(ReceiveBuffer(*s.b.pool, *rest, {.target = "dst/new", .resumable = true}).ok());
+  EXPECT_EQ(ReadAll(*s.b.pool, "dst/new@1"), s.at1);
+  EXPECT_TRUE(ListPartialReceives(*s.b.pool).empty());
+
+  ASSERT_FALSE(ReceiveBuffer(*s.b.pool, cut, {.target = "dst/new2", .resumable = true}).ok());
+  ASSERT_TRUE(GetPartialReceive(*s.b.pool, "dst/new2").ok());
+  ASSERT_TRUE(AbortReceive(*s.b.pool, "dst/new2").ok());
+  EXPECT_TRUE(ListPartialReceives(*s.b.pool).empty());
+  EXPECT_FALSE(HasHidden(*s.b.pool));
+  EXPECT_TRUE(s.b.pool->CreateVolume("dst/new2", vo).ok());
+  ExpectConsistent(*s.b.pool);
+}
+
+// recv -F of a full stream into an existing volume: its snapshots go and its contents are
+// replaced in one txg; refused, changing nothing, while a clone depends on it, it is open
+// or it is a clone itself.
+TEST(SendTest, ForcedFullReceiveReplacesTarget) {
+  Scenario s;
+  ASSERT_TRUE(ReceiveBuffer(*s.b.pool, s.full, {.target = "dst/copy"}).ok());
+  ASSERT_TRUE(ReceiveBuffer(*s.b.pool, s.incr, {.target = "dst/copy"}).ok());
+  {
+    auto d = *s.b.pool->OpenVolume("dst/copy");
+    ASSERT_TRUE(d->Write(0, Pattern(16384, 7)).ok());
+  }
+  ASSERT_TRUE(s.b.pool->Snapshot({"dst/copy@x"}).ok());
+  // Another volume's full stream (other guids, other data).
+  VolumeOptions vo;
+  vo.volsize = 32 * kMiB;
+  vo.volblocksize = 16384;
+  vo.sparse = true;
+  ASSERT_TRUE(s.a.pool->CreateVolume("src/other", vo).ok());
+  {
+    auto d = *s.a.pool->OpenVolume("src/other");
+    ASSERT_TRUE(d->Write(3 * kMiB, Pattern(2 * kMiB, 11)).ok());
+  }
+  ASSERT_TRUE(s.a.pool->Snapshot({"src/other@9"}).ok());
+  const auto other = ReadAll(*s.a.pool, "src/other@9");
+  auto stream = *SendToBuffer(*s.a.pool, {.snapshot = "src/other@9"});
+
+  ExpectRefusedUnchanged(s, stream, {.target = "dst/copy"}, "full, no -F");
+  ASSERT_TRUE(s.b.pool->Clone("dst/copy@2", "dst/kid").ok());
+  ExpectRefusedUnchanged(s, stream, {.target = "dst/copy", .force = true}, "-F, a clone of @2");
+  auto r = ReceiveBuffer(*s.b.pool, stream, {.target = "dst/kid", .force = true});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("is a clone"), std::string::npos) << r.status().ToString();
+  ASSERT_TRUE(s.b.pool->DestroyVolume("dst/kid").ok());
+  {
+    auto d = *s.b.pool->OpenVolume("dst/copy");
+    r = ReceiveBuffer(*s.b.pool, stream, {.target = "dst/copy", .force = true});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), EBUSY);
+  }
+  auto cut = stream;
+  cut.resize(cut.size() / 2);
+  ExpectRefusedUnchanged(s, cut, {.target = "dst/copy", .force = true}, "-F, cut");
+
+  r = ReceiveBuffer(*s.b.pool, stream, {.target = "dst/copy", .force = true});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(ReadAll(*s.b.pool, "dst/copy"), other);
+  EXPECT_EQ(ReadAll(*s.b.pool, "dst/copy@9"), other);
+  std::vector<std::string> snaps;
+  for (const auto& d : s.b.pool->ListSnapshots("dst/copy")) snaps.push_back(d.name);
+  EXPECT_EQ(snaps, std::vector<std::string>{"dst/copy@9"});
+  auto info = *s.b.pool->GetDataset("dst/copy");
+  EXPECT_EQ(info.volsize, 32 * kMiB);
+  EXPECT_LT(info.referenced, 3 * kMiB);
+  EXPECT_FALSE(HasHidden(*s.b.pool));
+  ExpectConsistent(*s.b.pool);  // the old blocks freed once each: no leak, no double free
+  ASSERT_TRUE(s.b.pool->Close().ok());
+  PoolImportOptions io;
+  io.tuning = TestTuning();
+  auto again = Pool::Import(s.b.devs, io);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(ReadAll(**again, "dst/copy@9"), other);
+  ExpectConsistent(**again);
+}
+
 TEST(SendTest, ParserFuzzSmoke) {
   Scenario s;
   EXPECT_EQ(FuzzSendStream(s.incr.data(), s.incr.size()), 0);
   std::mt19937_64 rng(3434);
+  // A -c stream: a compressed WRITE whose payload is damaged past its checksum decodes to
+  // an error, never out of bounds.
+  std::vector<uint8_t> lz4(16384);
+  const auto text = testing::Text(16384, 6);
+  lz4.resize(CompressBlock({Compression::kLz4, 0}, text, 512, lz4));
+  for (int i = 0; i < 200; i++) {
+    auto bad = lz4;
+    for (int k = 0; k < 1 + i % 8; k++) bad[rng() % bad.size()] = static_cast<uint8_t>(rng());
+    auto in = HandStream({"lz4"}, Compression::kLz4, bad);
+    FuzzSendStream(in.data(), in.size());
+  }
   for (int i = 0; i < 2000; i++) {
     std::vector<uint8_t> in = i % 2 ? s.incr : s.full;
     in.resize(std::min<size_t>(in.size(), 1 + rng() % 70000));

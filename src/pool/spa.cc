@@ -558,6 +558,14 @@ Result<DatasetInfo> Pool::CreateVolume(const std::string& name, const VolumeOpti
     if (impl_->volumes.count(name)) {
       return Status::Exists("cannot create '" + name + "': dataset already exists");
     }
+    // A `receive -s` into this new name that broke holds the name (receive.cc), as zfs's
+    // partially received dataset does.
+    if (auto h = impl_->volumes.find(name + "%recv");
+        h != impl_->volumes.end() && h->second->phys().props.count("resume:toguid")) {
+      return Status::Exists("cannot create '" + name +
+                            "': dataset already exists (partially received: zfs receive -A " +
+                            name + " discards it)");
+    }
     const uint64_t slop = std::max<uint64_t>(impl_->total_size() / 32, 1 << 20);
     const uint64_t free = impl_->free_bytes.load();
     if (refres > 0 && free < SaturatingAdd(SaturatingAdd(refres, impl_->unused_reservation.load()),

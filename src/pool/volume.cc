@@ -276,7 +276,7 @@ void Volume::EvictClean() {
 // I/O
 
 Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, uint32_t n,
-                          bool zero, DirtyReservation& room) {
+                          bool zero, DirtyReservation& room, StoredForm* stored) {
   const bool full = in_off == 0 && n == vbs_;
   std::unique_lock l(mu_);
   for (;;) {
@@ -300,6 +300,7 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
           std::memset(dst + in_off, 0, n);
         } else if (full) {
           StreamingCopy(dst, src, n);  // read next by the commit, much later
+          if (stored != nullptr) stored_[blkid] = {dst, std::move(*stored)};
           NoteWholeBlockLocked(blkid);
         } else {
           std::memcpy(dst + in_off, src, n);
@@ -341,6 +342,7 @@ Status Volume::WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, u
       }
     }
     const bool needs_space = buf != nullptr;  // holes never need space
+    if (stored != nullptr && full && !zero) stored_[blkid] = {buf.get(), std::move(*stored)};
     CountDirtyLocked(open_.emplace(blkid, std::move(buf)).first);
     if (full && !zero) NoteWholeBlockLocked(blkid);
     pool_->dirty_bytes += vbs_;
@@ -503,6 +505,8 @@ size_t Volume::Quiesce() {
   // buffer there when it ends.
   VS_CHECK(syncing_early_.empty());
   syncing_early_.swap(early_);
+  VS_CHECK(syncing_stored_.empty());
+  syncing_stored_.swap(stored_);
   early_candidates_.clear();
   open_l1s_ = 0;
   syncing_meta_ = std::exchange(open_meta_, 0);
@@ -533,6 +537,7 @@ Volume::Buf Volume::FinishSync(uint64_t* released, const uint8_t* withhold) {
   {
     std::lock_guard l(mu_);
     old.swap(syncing_);
+    syncing_stored_.clear();
     pool_->dirty_meta_bytes -= std::exchange(syncing_meta_, 0);
     // Keep as many buffers as this txg used (up to kMaxSpareBytes) for the next one: a
     // streaming writer then dirties recycled memory instead of fresh pages (the pool's
@@ -562,16 +567,25 @@ Status Volume::SyncTree(SyncContext& ctx) {
   const CompressionSetting comp = compression();
   // Blocks written early (early_write.cc) are adopted: their space and checksum are ready.
   std::map<uint64_t, EarlyBlock> early = TakeEarlyForSyncLocked();
+  // Received blocks with their stored form (WriteStored) are stored as they came.
+  std::map<uint64_t, Stored> stored;
+  {
+    std::lock_guard l(mu_);
+    stored.swap(syncing_stored_);
+  }
   std::vector<std::pair<uint64_t, BlockPtr>> fresh;
   fresh.reserve(syncing_.size());
-  std::vector<std::pair<BlockPtr*, const uint8_t*>> data;      // blocks to write and checksum
-  std::vector<std::pair<BlockPtr*, const uint8_t*>> compress;  // the same, to compress first
+  std::vector<std::pair<BlockPtr*, const uint8_t*>> data;  // blocks to write and checksum
+  std::vector<CompressJob> compress;  // the same, to compress first or stored as they came
   std::vector<std::pair<BlockPtr, const uint8_t*>> adopted;
   for (auto& [blkid, buf] : syncing_) {
     BlockPtr bp;
+    auto sf = stored.find(blkid);
+    const StoredForm* form =
+        sf != stored.end() && buf && sf->second.buf == buf.get() ? &sf->second.form : nullptr;
     auto e = early.find(blkid);
-    const bool adopt =
-        e != early.end() && e->second.buf == buf.get() && e->second.bp.cksum == cksum;
+    const bool adopt = form == nullptr && e != early.end() && e->second.buf == buf.get() &&
+                       e->second.bp.cksum == cksum;
     if (adopt) {
       bp = e->second.bp;
       ctx.Adopt(bp.dva[0], this);
@@ -580,7 +594,7 @@ Status Volume::SyncTree(SyncContext& ctx) {
       adopted.emplace_back(bp, buf.get());
     } else if (buf && !AllZero(buf.get(), vbs_)) {
       Dva dva;  // a block to compress is allocated once its size is known
-      if (comp.algo == Compression::kNone) {
+      if (comp.algo == Compression::kNone && form == nullptr) {
         VS_ASSIGN_OR_RETURN(dva, ctx.Allocate(vbs_, this));
       }
       bp = DataBlockPtr(dva, cksum);
@@ -588,8 +602,11 @@ Status Volume::SyncTree(SyncContext& ctx) {
     }
     fresh.emplace_back(blkid, bp);  // reserved: the pointer below stays valid
     if (!bp.IsHole() && !adopt) {
-      (comp.algo == Compression::kNone ? data : compress)
-          .emplace_back(&fresh.back().second, buf.get());
+      if (comp.algo == Compression::kNone && form == nullptr) {
+        data.emplace_back(&fresh.back().second, buf.get());
+      } else {
+        compress.push_back({&fresh.back().second, buf.get(), form});
+      }
     }
   }
   for (auto& [blkid, e] : early) pool_->ReleaseEarlyLocked(e.bp.dva[0]);  // stale
@@ -647,7 +664,7 @@ Status Volume::SyncTree(SyncContext& ctx) {
     };
     for (auto& [bp, buf] : data) add(*bp, buf);
     for (auto& [bp, buf] : adopted) add(bp, buf);
-    for (auto& [bp, buf] : compress) add(*bp, buf);
+    for (const CompressJob& j : compress) add(*j.bp, j.buf);
   }
 
   std::lock_guard l(tree_mu_);

@@ -76,6 +76,20 @@ class Volume {
   // (a throttle can kick a commit, and a txg read after it would be one too new).
   Status Read(uint64_t offset, std::span<uint8_t> buf);
   Status Write(uint64_t offset, std::span<const uint8_t> buf, bool throttle = true);
+  // A received block as the sending pool stored it (send -c): psize bytes of a `comp`
+  // stream that decode to the block. The commit stores these bytes as they are instead of
+  // compressing the block again (whatever the volume's `compression`).
+  struct StoredForm {
+    Compression comp = Compression::kNone;  // kNone: no stored form, the block as written
+    std::vector<uint8_t> bytes;
+  };
+  // Write of whole blocks (`offset` and buf's size multiples of volblocksize), the decoded
+  // bytes in `buf` and block i's stored form in stored[i] (moved from). The stored form
+  // holds only while the block is unchanged: a later write of it is compressed as usual.
+  // Requires each stored form to decode to its block (the receiver decoded it). Its bytes
+  // are held beside the dirty buffer until the commit, uncounted: at most one more block.
+  Status WriteStored(uint64_t offset, std::span<const uint8_t> buf, std::vector<StoredForm>& stored,
+                     bool throttle = true);
   // Full blocks become holes; partial blocks are zero-filled.
   Status Zero(uint64_t offset, uint64_t length, bool throttle = true);
   Result<std::vector<bdev::AllocationExtent>> QueryAllocation(uint64_t offset, uint64_t length);
@@ -203,9 +217,10 @@ class Volume {
   // Drops clean cached indirect blocks of this volume while the pool's cache is over its
   // bound (tree_mu_ held; never during a commit, which holds tree_mu_ throughout).
   void TrimCacheLocked();
-  // A block that becomes a new dirty buffer takes its room from `room`.
+  // A block that becomes a new dirty buffer takes its room from `room`. `stored` (a whole
+  // block's write only): its stored form, kept with the buffer (stored_).
   Status WriteBlock(uint64_t blkid, uint32_t in_off, const uint8_t* src, uint32_t n, bool zero,
-                    DirtyReservation& room);
+                    DirtyReservation& room, StoredForm* stored = nullptr);
   // The first block >= `from` in the open or syncing map or being loaded, or ~0 (mu_
   // held). A hole the tree reports is clamped to it, and it must be taken before the tree
   // lookup: a block reaches the tree before it leaves the syncing map, so looking in this
@@ -218,11 +233,24 @@ class Volume {
   void CountDirtyLocked(std::map<uint64_t, Buf>::iterator it);
   // A data block pointer at `dva` (lsize, psize, type, fill set; checksum and birth not).
   BlockPtr DataBlockPtr(const Dva& dva, ChecksumType cksum) const;
-  // SyncTree's data blocks of a compressing volume (volume_compress.cc): each is compressed,
+  // A data block SyncTree hands WriteCompressed: its pointer, its buffer, and its stored
+  // form when it has one (else nullptr).
+  struct CompressJob {
+    BlockPtr* bp;
+    const uint8_t* buf;
+    const StoredForm* stored;
+  };
+  // SyncTree's data blocks of a compressing volume, and the blocks with a stored form of
+  // any volume (volume_compress.cc): each is compressed (or takes its stored form),
   // allocated at its compressed size (or whole, when that saves too little), checksummed
   // and written; their pointers get dva, psize, comp and checksum.
   Status WriteCompressed(SyncContext& ctx, const CompressionSetting& setting, ChecksumType cksum,
-                         std::span<const std::pair<BlockPtr*, const uint8_t*>> blocks);
+                         std::span<const CompressJob> blocks);
+  // A stored form, for the exact buffer it was written with (identity, as EarlyBlock).
+  struct Stored {
+    const uint8_t* buf = nullptr;
+    StoredForm form;
+  };
   // A block buffer (contents undefined) from the spares or the heap (mu_ held).
   Buf NewBufLocked();
   Result<BlockPtr> LookupL0Locked(uint64_t blkid, uint64_t* hole_span);
@@ -259,6 +287,8 @@ class Volume {
   std::vector<uint64_t> early_candidates_;        // GUARDED_BY(mu_): whole new blocks
   std::map<uint64_t, EarlyBlock> early_;          // GUARDED_BY(mu_): of open_
   std::map<uint64_t, EarlyBlock> syncing_early_;  // GUARDED_BY(mu_): of syncing_
+  std::map<uint64_t, Stored> stored_;             // GUARDED_BY(mu_): of open_
+  std::map<uint64_t, Stored> syncing_stored_;     // GUARDED_BY(mu_): of syncing_
   std::map<uint64_t, const uint8_t*> in_flight_;  // GUARDED_BY(mu_): blkid -> buffer
   std::map<const uint8_t*, Buf> retired_;         // GUARDED_BY(mu_): replaced, in flight
   std::vector<Dva> early_garbage_;                // GUARDED_BY(mu_): to give back

@@ -14,6 +14,11 @@
 // A block that does not save enough (compress.h) is stored as it is, straight from its
 // dirty buffer. An all-zero block never gets here: SyncTree makes it a hole.
 //
+// Received blocks (zfs receive of a `send -c` stream) come with their stored form
+// (WriteStored): the sender's compressed bytes, kept beside the dirty buffer for as long
+// as that buffer is unchanged, which this pipeline stores as they are, on a volume of any
+// `compression`, without compressing them again (zfs receive writes such blocks raw too).
+//
 // Memory: one group of scratch (kMaxRunBytes) per thread, freed when the commit returns.
 #include <atomic>
 #include <cstdlib>
@@ -33,8 +38,7 @@ constexpr uint64_t kHelperThreadBytes = 1 << 20;
 }  // namespace
 
 Status Volume::WriteCompressed(SyncContext& ctx, const CompressionSetting& setting,
-                               ChecksumType cksum,
-                               std::span<const std::pair<BlockPtr*, const uint8_t*>> blocks) {
+                               ChecksumType cksum, std::span<const CompressJob> blocks) {
   const uint32_t unit = static_cast<uint32_t>(pool_->asize(1));
   const size_t group = std::max<uint64_t>(RunWriter::kMaxRunBytes / vbs_, 1);
   const size_t groups = (blocks.size() + group - 1) / group;
@@ -50,13 +54,16 @@ Status Volume::WriteCompressed(SyncContext& ctx, const CompressionSetting& setti
     for (size_t g = next_group++; g < groups && !failed; g = next_group++) {
       const size_t first = g * group, end = std::min(first + group, blocks.size());
       for (size_t i = first; i < end; i++) {
-        psize[i - first] = CompressBlock(setting, std::span(blocks[i].second, vbs_), unit,
-                                         std::span(&scratch[(i - first) * vbs_], vbs_));
+        const StoredForm* sf = blocks[i].stored;
+        psize[i - first] = sf != nullptr
+                               ? static_cast<uint32_t>(sf->bytes.size())
+                               : CompressBlock(setting, std::span(blocks[i].buf, vbs_), unit,
+                                               std::span(&scratch[(i - first) * vbs_], vbs_));
       }
       {
         std::lock_guard l(alloc_mu);
         for (size_t i = first; i < end && st.ok(); i++) {
-          BlockPtr& bp = *blocks[i].first;
+          BlockPtr& bp = *blocks[i].bp;
           const uint32_t p = psize[i - first];
           auto dva = ctx.Allocate(p != 0 ? p : vbs_, this, vbs_);
           if (!dva.ok()) {
@@ -65,13 +72,16 @@ Status Volume::WriteCompressed(SyncContext& ctx, const CompressionSetting& setti
           }
           bp.dva[0] = *dva;
           bp.psize = p != 0 ? p : vbs_;
-          bp.comp = p != 0 ? setting.algo : Compression::kNone;
+          bp.comp = blocks[i].stored != nullptr ? blocks[i].stored->comp
+                    : p != 0                    ? setting.algo
+                                                : Compression::kNone;
         }
       }
       for (size_t i = first; i < end && st.ok(); i++) {
-        BlockPtr& bp = *blocks[i].first;
-        const uint8_t* bytes =
-            bp.comp != Compression::kNone ? &scratch[(i - first) * vbs_] : blocks[i].second;
+        BlockPtr& bp = *blocks[i].bp;
+        const uint8_t* bytes = blocks[i].stored != nullptr     ? blocks[i].stored->bytes.data()
+                               : bp.comp != Compression::kNone ? &scratch[(i - first) * vbs_]
+                                                               : blocks[i].buf;
         const std::span<const uint8_t> on_disk(bytes, bp.psize);
         bp.checksum = ComputeChecksum(cksum, on_disk);
         st = writer.Add(bp.dva[0], on_disk);
@@ -98,6 +108,24 @@ Status Volume::WriteCompressed(SyncContext& ctx, const CompressionSetting& setti
   // Before this txg's MOS is written: it is then version 5 (mos_format.h).
   if (any_compressed) pool_->compressed_blocks = true;
   ctx.data_bytes += stored;
+  return Status::Ok();
+}
+
+Status Volume::WriteStored(uint64_t offset, std::span<const uint8_t> buf,
+                           std::vector<StoredForm>& stored, bool throttle) {
+  VS_CHECK_OP(offset % vbs_, ==, 0u);
+  VS_CHECK_OP(buf.size(), ==, stored.size() * vbs_);
+  {
+    VS_ASSIGN_OR_RETURN(DirtyReservation room, pool_->ReserveDirty(this, buf.size()));
+    for (size_t k = 0; k < stored.size(); k++) {
+      // Empty: moved out by an attempt that failed part way (a retry writes it plain).
+      StoredForm* sf =
+          stored[k].comp != Compression::kNone && !stored[k].bytes.empty() ? &stored[k] : nullptr;
+      VS_RETURN_IF_ERROR(
+          WriteBlock(offset / vbs_ + k, 0, buf.data() + k * vbs_, vbs_, false, room, sf));
+    }
+  }  // the unused room goes back before the throttle, which may wait for a commit
+  if (throttle) pool_->Throttle();
   return Status::Ok();
 }
 
