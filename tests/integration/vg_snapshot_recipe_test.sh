@@ -16,10 +16,10 @@ setup_lvm2_env
 
 truncate -s 1G "$T/rp.img"
 vs zpool create rp "$T/rp.img"
-vs zfs create -s -b 4K -V 128M rp/pv
+vs zfs create -s -b 4K -V 400M rp/pv
 vs pvcreate rp/pv >/dev/null
 vs vgcreate vg0 rp/pv >/dev/null
-vs lvcreate -L 64M -n lv0 vg0 >/dev/null
+vs lvcreate -L 320M -n lv0 vg0 >/dev/null
 on_exit_stop_daemon
 vs up
 on_exit "umount -l $VS_STATE/dev"

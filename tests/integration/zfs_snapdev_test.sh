@@ -1,7 +1,7 @@
 #!/bin/bash
 # Snapshots as read-only devices (zfs's snapdev=visible), through the daemon:
 #   1. XFS on a loop over a volume: files, freeze, snapshot, thaw (manifest 1); then the
-#      live files change (manifest 2);
+#      live files change (manifest 2); zfs list -s/-S and written@snap;
 #   2. snapdev=hidden (the default): no devfs file, and the snapshot is no device for NBD;
 #   3. zfs set snapdev=visible: the snapshot's devfs file appears, read-only (0400), and a
 #      write to it fails with EROFS/EPERM;
@@ -59,6 +59,26 @@ head -c $((700 * 1024)) /dev/urandom >"$T/live/f2"
 head -c $((1024 * 1024)) /dev/urandom >"$T/live/later"
 sync
 (cd "$T/live" && sha256sum f* later) >"$T/manifest2"
+
+# Listing: sorted by a property either way; written@ of the first snapshot equals written
+# (both snapshots hold the same txg's data).
+[ "$(vs zfs list -H -t snapshot -o name -S createtxg | head -n 1)" = "sd/vol@two" ] ||
+  fail "list -S createtxg: $(vs zfs list -H -t snapshot -o name,createtxg -S createtxg)"
+[ "$(vs zfs list -H -t snapshot -o name -s createtxg | head -n 1)" = "sd/vol@one" ] ||
+  fail "list -s createtxg: $(vs zfs list -H -t snapshot -o name,createtxg -s createtxg)"
+expect_fail vs zfs list -s nosuchprop
+for _ in $(seq 40); do  # the space columns follow the committed txgs (5 s timer)
+  [ "$(vs zfs get -H -p -o value written sd/vol)" -gt $((1024 * 1024)) ] && break
+  sleep 0.5
+done
+# A timer commit may land between two reads: the same numbers within a few tries.
+same=0
+for _ in $(seq 5); do
+  read -r a b c < <(vs zfs list -H -p -o written,written@one,written@sd/vol@two sd/vol)
+  [ "$a" = "$b" ] && [ "$a" = "$c" ] && [ "$a" -gt $((1024 * 1024)) ] && { same=1; break; }
+  sleep 1
+done
+((same)) || fail "written $a, written@one $b, written@sd/vol@two $c"
 
 # 2. Hidden by default: no file, no NBD export of it.
 [ "$(vs zfs get -H -o value,source snapdev sd/vol)" = "hidden	default" ] ||
