@@ -13,10 +13,13 @@ bool DeviceRegistry::IsValidName(const std::string& name) {
     size_t end = name.find('/', start);
     if (end == std::string::npos) end = name.size();
     const std::string part = name.substr(start, end - start);
-    if (part.empty() || part == "." || part == ".." || part.front() == '-') return false;
+    if (part.empty() || part == "." || part == ".." || part.front() == '-' || part.front() == '@') {
+      return false;
+    }
     for (char c : part) {
+      // '@': a volume's snapshot, "pool/vol@snap" (stack/snapshot_devices.h).
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '+' &&
-          c != ':' && c != '-') {
+          c != ':' && c != '-' && c != '@') {
         return false;
       }
     }

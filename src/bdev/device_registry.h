@@ -5,7 +5,8 @@
 // one-shot devfs or NBD server; the pool and LVM engines never see a registry); exports (devfs,
 // NBD) list them and subscribe to
 // changes, so a device appears in devfs when activated and disappears when deactivated. Names are
-// slash-separated paths of [A-Za-z0-9._+:-] components.
+// slash-separated paths of [A-Za-z0-9._+:@-] components, none starting with '-' or '@' (a
+// snapshot device is "pool/vol@snap").
 //
 // Threads: all methods are safe from any thread. Listeners run on the thread that made the
 // change, after the registry's lock is released; they must not block for long.

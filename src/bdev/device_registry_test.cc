@@ -8,11 +8,11 @@ namespace volstack::bdev {
 namespace {
 
 TEST(DeviceRegistryTest, ValidNames) {
-  for (const char* ok : {"trunk", "trunk/funk", "vg0/lv_0", "a.b+c:d-e"}) {
+  for (const char* ok : {"trunk", "trunk/funk", "vg0/lv_0", "a.b+c:d-e", "pool/vol@x"}) {
     EXPECT_TRUE(DeviceRegistry::IsValidName(ok)) << ok;
   }
   for (const char* bad :
-       {"", "/abs", "trail/", "a//b", "a/../b", ".", "-opt", "a/-b", "sp ace", "pool/vol@x"}) {
+       {"", "/abs", "trail/", "a//b", "a/../b", ".", "-opt", "a/-b", "sp ace", "@x", "a/@b"}) {
     EXPECT_FALSE(DeviceRegistry::IsValidName(bad)) << bad;
   }
   EXPECT_FALSE(DeviceRegistry::IsValidName(std::string(256, 'a')));

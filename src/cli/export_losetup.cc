@@ -188,7 +188,9 @@ int Attach(const Context& ctx, const LosetupArgs& a, const std::string& loop_dev
                                           devfs_dir + " (is `volstack devfs` serving it?)"));
   }
   exportfs::LoopConfig config;
-  config.read_only = a.read_only;
+  // A read-only device (a snapshot) is a 0400 file: bound read-only, as util-linux's
+  // losetup falls back for a write-protected file.
+  config.read_only = a.read_only || (st.st_mode & 0222) == 0;
   config.direct_io = a.direct_io == "on";
   if (a.sector_size != 0) {
     config.sector_size = a.sector_size;

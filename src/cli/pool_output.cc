@@ -87,7 +87,8 @@ Result<std::vector<std::string>> PropList(const std::string& list,
   std::vector<std::string> out = SplitComma(list);
   for (auto& p : out) {
     if (p.find(':') != std::string::npos) continue;
-    std::transform(p.begin(), p.end(), p.begin(), ::tolower);
+    // written@snap: the snapshot's name keeps its case.
+    std::transform(p.begin(), p.begin() + std::min(p.find('@'), p.size()), p.begin(), ::tolower);
     if (!known(p))
       return Status::InvalidArgument("bad property list: invalid property '" + p + "'");
   }

@@ -263,6 +263,13 @@ int ZfsReceive(Context& ctx, const RecvArgs& a) {
       return kExitFailure;
     }
     ctx.stack().Release({volume});
+    // -F may destroy snapshots: the daemon's own hold on an idle snapshot device goes; one in
+    // use stays held, and the receive is refused if it would have to destroy it.
+    if (a.force) {
+      for (const auto& snap : (*p)->SnapshotNames(volume)) {
+        if (CheckNotInUse(ctx, {snap}).ok()) ctx.stack().Release({snap});
+      }
+    }
   }
   pool::StreamReader reader([in_fd = CurrentIo().in_fd](uint8_t* dst, size_t n) -> Result<size_t> {
     for (;;) {

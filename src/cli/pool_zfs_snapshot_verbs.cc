@@ -1,4 +1,5 @@
-// zfs verbs for volume snapshots: snapshot [-r], rollback [-r], clone, hold, release, holds.
+// zfs verbs for volume snapshots: snapshot [-r], rollback [-r], clone, promote, hold, release,
+// holds.
 // Listing and destroy of snapshots are in pool_zfs_verbs.cc; the engine (and its theory) is
 // src/pool/snapshot.cc. Exit codes as zfs: 2 for a usage error (a bad name), 1 for a
 // failure; either way nothing is changed.
@@ -8,11 +9,21 @@
 
 #include "cli/device_usage.h"
 #include "cli/pool_common.h"
+#include "cli/snapshot_devices.h"
 #include "cli/verbs.h"
 #include "stack/stack.h"
 #include "util/request_io.h"
 
 namespace volstack::cli {
+
+Status ReleaseSnapshots(Context& ctx, const std::vector<std::string>& snapshots) {
+  if (snapshots.empty()) return Status::Ok();
+  if (Status busy = CheckNotInUse(ctx, snapshots); !busy.ok()) {
+    return Status::Busy("snapshot " + busy.message());
+  }
+  ctx.stack().Release(snapshots);
+  return Status::Ok();
+}
 
 namespace {
 
@@ -80,6 +91,15 @@ int ZfsRollback(Context& ctx, bool recursive, const std::string& name) {
                  busy.message().c_str());
     return kExitFailure;
   }
+  if (recursive) {
+    // -r destroys the later snapshots: those that are devices must be free.
+    auto snaps = (*p)->SnapshotNames(volume);
+    auto it = std::find(snaps.begin(), snaps.end(), name);
+    std::vector<std::string> later(it == snaps.end() ? snaps.end() : it + 1, snaps.end());
+    if (Status st = ReleaseSnapshots(ctx, later); !st.ok()) {
+      return ReportFailure(st.WithContext("cannot rollback '" + volume + "'"));
+    }
+  }
   ctx.stack().Release({volume});
   if (Status st = (*p)->Rollback(name, recursive); !st.ok()) return ReportFailure(st);
   return kExitOk;
@@ -110,6 +130,37 @@ int ZfsClone(Context& ctx, const std::vector<std::string>& opts, const std::stri
     if (d.status().code() == EINVAL) return ReportUsage("zfs clone: " + d.status().message());
     return ReportFailure(d.status());
   }
+  return kExitOk;
+}
+
+// zfs promote: the snapshots that move to the clone are renamed, so none may be in use (a
+// loop bound to a visible snapshot's devfs file, an NBD export of it); the daemon's own
+// registration of them is dropped first and the next reconcile registers the new names.
+int ZfsPromote(Context& ctx, const std::string& clone) {
+  if (clone.find('@') != std::string::npos) {
+    return ReportUsage("zfs promote: cannot promote '" + clone +
+                       "': snapshots can not be promoted");
+  }
+  if (Status st = pool::ValidateDatasetName(clone); !st.ok()) {
+    return ReportUsage("zfs promote: " + st.message());
+  }
+  auto p = poolcli::OpenPool(ctx, PoolPart(clone), false);
+  if (!p.ok()) return ReportFailure(p.status());
+  auto d = (*p)->GetDataset(clone);
+  if (!d.ok()) return ReportFailure(d.status());
+  std::vector<std::string> moving;
+  if (!d->origin.empty()) {
+    auto origin = (*p)->GetDataset(d->origin);
+    if (!origin.ok()) return ReportFailure(origin.status());
+    for (const auto& s : (*p)->ListSnapshots(d->origin.substr(0, d->origin.find('@')))) {
+      if (s.create_txg <= origin->create_txg) moving.push_back(s.name);
+    }
+  }
+  if (Status st = ReleaseSnapshots(ctx, moving); !st.ok()) {
+    return ReportFailure(st.WithContext("cannot promote '" + clone + "'"));
+  }
+  // zfs exits 1 for a volume that is not a clone, as for any other refusal.
+  if (Status st = (*p)->Promote(clone); !st.ok()) return ReportFailure(st);
   return kExitOk;
 }
 
@@ -174,6 +225,13 @@ void RegisterZfsSnapshotVerbs(CLI::App& zfs, Context& ctx) {
     c->add_flag("-r", *recursive, "Destroy the later snapshots");
     c->add_flag("-f", *force, "Force (accepted for compatibility)");
     c->add_option("snapshot", *name, "pool/vol@snap")->required();
+  }
+  {
+    auto clone = std::make_shared<std::string>();
+    auto* c =
+        AddVerb(zfs, ctx, "promote", "Make a clone the origin of the volume it was cloned from",
+                [&ctx, clone] { return ZfsPromote(ctx, *clone); });
+    c->add_option("clone", *clone, "pool/clone")->required();
   }
   for (bool hold : {true, false}) {
     auto tag = std::make_shared<std::string>();

@@ -6,6 +6,7 @@
 
 #include "cli/device_usage.h"
 #include "cli/pool_common.h"
+#include "cli/snapshot_devices.h"
 #include "cli/verbs.h"
 #include "pool/send.h"
 #include "stack/stack.h"
@@ -37,9 +38,11 @@ bool KnownZfsProp(const std::string& p) {
                                  "logbias",       "refreservation", "usedbyrefreservation",
                                  "guid",          "createtxg",      "mountpoint",
                                  "logicalused",   "written",        "usedbysnapshots",
-                                 "usedbydataset", "origin",         "clones"};
+                                 "usedbydataset", "origin",         "clones",
+                                 "snapdev"};
   if (p == "compressratio" || p == "refcompressratio" || p == "logicalreferenced") return true;
-  return p == "receive_resume_token" ||  // zfs receive -s (pool_zfs_send_verbs.cc)
+  if (p.rfind("written@", 0) == 0) return p.size() > 8;  // written@snap (pool/written.cc)
+  return p == "receive_resume_token" ||                  // zfs receive -s (pool_zfs_send_verbs.cc)
          std::find(std::begin(kKnown), std::end(kKnown), p) != std::end(kKnown);
 }
 
@@ -47,7 +50,41 @@ bool IsBytesProp(const std::string& p) {
   return p == "used" || p == "available" || p == "referenced" || p == "volsize" ||
          p == "volblocksize" || p == "refreservation" || p == "usedbyrefreservation" ||
          p == "logicalused" || p == "written" || p == "usedbysnapshots" || p == "usedbydataset" ||
-         p == "logicalreferenced";
+         p == "logicalreferenced" || p.rfind("written@", 0) == 0;
+}
+
+// Fills d.props["written@snap"] for each such column (zfs's written@; "-" when the
+// snapshot is not an earlier one of d's lineage, as zfs list shows it).
+void PutWrittenAt(pool::Pool& pool, pool::DatasetInfo& d, const std::vector<std::string>& cols) {
+  for (const auto& c : cols) {
+    if (c.rfind("written@", 0) != 0) continue;
+    auto w = pool.WrittenSince(d.name, c.substr(8));
+    d.props[c] = w.ok() ? std::to_string(*w) : "-";
+  }
+}
+
+// zfs list -s/-S: by the properties' raw values, numbers as numbers; a stable sort, so
+// equal rows keep the listing's order (names, each volume's snapshots oldest first).
+bool SortsBefore(const pool::DatasetInfo& a, const pool::DatasetInfo& b,
+                 const std::vector<std::pair<std::string, bool>>& keys) {
+  for (const auto& [key, descending] : keys) {
+    auto raw = [&](const pool::DatasetInfo& d) -> std::string {
+      if (key == "name") return d.name;
+      auto it = d.props.find(key);
+      return it == d.props.end() || it->second == "-" ? "" : it->second;
+    };
+    const std::string x = raw(a), y = raw(b);
+    if (x == y) continue;
+    auto number = [](const std::string& v, uint64_t* out) {
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) return false;
+      *out = std::strtoull(v.c_str(), nullptr, 10);
+      return true;
+    };
+    uint64_t nx = 0, ny = 0;
+    const bool less = number(x, &nx) && number(y, &ny) ? nx < ny : x < y;
+    return descending ? !less : less;
+  }
+  return false;
 }
 
 std::string Value(const pool::DatasetInfo& d, const std::string& prop, bool parsable) {
@@ -79,7 +116,7 @@ std::string Source(const pool::DatasetInfo& d, const std::string& prop) {
   if (std::find(d.local.begin(), d.local.end(), p) != d.local.end()) return "local";
   if (p == "volsize") return d.type == "volume" ? "local" : "-";
   if (p == "readonly" || p == "sync" || p == "logbias" || p == "checksum" || p == "compression" ||
-      p == "refreservation") {
+      p == "refreservation" || p == "snapdev") {
     return "default";
   }
   // Fixed at creation: zfs reports a size other than the default with no source.
@@ -95,7 +132,8 @@ const std::vector<std::string> kVolumeGetAll = {"type",           "creation",
                                                 "volblocksize",   "checksum",
                                                 "sync",           "logbias",
                                                 "refreservation", "usedbyrefreservation",
-                                                "guid",           "createtxg"};
+                                                "guid",           "createtxg",
+                                                "snapdev"};
 
 // Opens the pool that holds dataset `name`.
 Result<std::shared_ptr<pool::Pool>> PoolOf(Context& ctx, const std::string& name, bool read_only) {
@@ -161,6 +199,7 @@ struct ListArgs {
   bool scripted = false, parsable = false, recursive = false;
   std::string cols, types;
   std::vector<std::string> names;
+  std::vector<std::string> sort_asc, sort_desc;  // -s, -S
 };
 
 int ZfsList(Context& ctx, const ListArgs& a) {
@@ -171,6 +210,20 @@ int ZfsList(Context& ctx, const ListArgs& a) {
     if (!list.ok()) return ReportUsage("zfs list: " + list.status().message());
     cols = *list;
   }
+  std::vector<std::pair<std::string, bool>> sort_keys;  // (property, descending)
+  for (bool desc : {false, true}) {
+    for (const auto& k : desc ? a.sort_desc : a.sort_asc) {
+      auto list =
+          poolcli::PropList(k, [](const std::string& p) { return KnownZfsProp(Canonical(p)); });
+      if (!list.ok() || list->size() != 1) {
+        return ReportUsage("zfs list: invalid sort property '" + k + "'");
+      }
+      sort_keys.emplace_back(Canonical(list->front()), desc);
+    }
+  }
+  std::vector<std::string> written_at = cols;  // the written@ columns and sort keys
+  for (const auto& [k, desc] : sort_keys) written_at.push_back(k);
+  std::vector<pool::DatasetInfo> listed;
   std::vector<std::string> types =
       a.types.empty()    ? std::vector<std::string>{"filesystem", "volume"}
       : a.types == "all" ? std::vector<std::string>{"filesystem", "volume", "snapshot"}
@@ -248,11 +301,17 @@ int ZfsList(Context& ctx, const ListArgs& a) {
       } else if (!type_ok) {
         continue;
       }
-      std::vector<std::string> row;
-      for (auto& col : cols) row.push_back(Value(d, col, a.parsable));
-      t.AddRow(row);
-      rows++;
+      PutWrittenAt(**p, d, written_at);
+      listed.push_back(std::move(d));
     }
+  }
+  std::stable_sort(listed.begin(), listed.end(),
+                   [&](const auto& x, const auto& y) { return SortsBefore(x, y, sort_keys); });
+  for (const auto& d : listed) {
+    std::vector<std::string> row;
+    for (auto& col : cols) row.push_back(Value(d, col, a.parsable));
+    t.AddRow(row);
+    rows++;
   }
   if (rows == 0 && a.names.empty()) {
     std::fprintf(Out(), "no datasets available\n");
@@ -263,7 +322,8 @@ int ZfsList(Context& ctx, const ListArgs& a) {
 }
 
 // The snapshots of `volumes`, then the volumes' own: what zfs destroy -r takes first.
-Status DestroySnapshotsOf(pool::Pool& pool, const std::vector<std::string>& volumes) {
+Status DestroySnapshotsOf(Context& ctx, pool::Pool& pool, const std::vector<std::string>& volumes) {
+  for (const auto& v : volumes) VS_RETURN_IF_ERROR(ReleaseSnapshots(ctx, pool.SnapshotNames(v)));
   for (const auto& v : volumes) {
     auto snaps = pool.ListSnapshots(v);
     for (auto it = snaps.rbegin(); it != snaps.rend(); ++it) {
@@ -308,6 +368,10 @@ int ZfsDestroySnapshot(Context& ctx, const DestroyArgs& a) {
                  a.name.c_str(), a.dry_run ? "would" : "will", Bytes(freed, a.parsable).c_str());
     if (a.dry_run) return kExitOk;
   }
+  // A visible snapshot is a device: in use, refused; else the daemon lets go of it.
+  if (Status st = ReleaseSnapshots(ctx, {a.name}); !st.ok()) {
+    return ReportFailure(st.WithContext("cannot destroy '" + a.name + "'"));
+  }
   if (!snap->clones.empty()) {
     if (Status busy = CheckNotInUse(ctx, snap->clones); !busy.ok()) {
       std::fprintf(Err(), "volstack: cannot destroy '%s': dataset is busy (%s)\n", a.name.c_str(),
@@ -315,7 +379,7 @@ int ZfsDestroySnapshot(Context& ctx, const DestroyArgs& a) {
       return kExitFailure;
     }
     ctx.stack().Release(snap->clones);
-    if (Status st = DestroySnapshotsOf(**p, snap->clones); !st.ok()) return ReportFailure(st);
+    if (Status st = DestroySnapshotsOf(ctx, **p, snap->clones); !st.ok()) return ReportFailure(st);
     for (const auto& c : snap->clones) {
       if (Status st = (*p)->DestroyVolume(c); !st.ok()) return ReportFailure(st);
     }
@@ -350,7 +414,7 @@ int ZfsDestroy(Context& ctx, const DestroyArgs& a) {
       return kExitFailure;
     }
     ctx.stack().Release(volumes);
-    if (Status st = DestroySnapshotsOf(**p, volumes); !st.ok()) return ReportFailure(st);
+    if (Status st = DestroySnapshotsOf(ctx, **p, volumes); !st.ok()) return ReportFailure(st);
     for (const auto& v : volumes) {
       if (Status st = (*p)->DestroyVolume(v); !st.ok()) return ReportFailure(st);
     }
@@ -370,7 +434,7 @@ int ZfsDestroy(Context& ctx, const DestroyArgs& a) {
     return kExitOk;
   }
   if (recursive) {
-    if (Status st = DestroySnapshotsOf(**p, {name}); !st.ok()) return ReportFailure(st);
+    if (Status st = DestroySnapshotsOf(ctx, **p, {name}); !st.ok()) return ReportFailure(st);
   }
   if (Status st = (*p)->DestroyVolume(name); !st.ok()) return ReportFailure(st);
   return kExitOk;
@@ -420,6 +484,7 @@ int ZfsGet(Context& ctx, bool scripted, bool parsable, const std::string& fields
     auto d = (*p)->GetDataset(n);
     if (!d.ok()) d = pool::GetPartialReceive(**p, n);  // receive -s into a new name
     if (!d.ok()) return ReportFailure(d.status());
+    PutWrittenAt(**p, *d, asked);
     std::vector<std::string> want;
     if (props == "all") {
       want = kVolumeGetAll;
@@ -518,6 +583,10 @@ void RegisterZfsVerbs(CLI::App& app, Context& ctx) {
     c->add_flag("-r", a->recursive, "Include children");
     c->add_option("-o", a->cols, "Columns");
     c->add_option("-t", a->types, "Types (filesystem,volume,snapshot,all)");
+    c->add_option("-s", a->sort_asc, "Sort by a property, ascending (repeatable)")
+        ->allow_extra_args(false);
+    c->add_option("-S", a->sort_desc, "Sort by a property, descending (repeatable)")
+        ->allow_extra_args(false);
     c->add_option("datasets", a->names, "Datasets");
   }
   {

@@ -19,6 +19,7 @@
 #include "cli/device_usage.h"
 #include "cli/lvm_common.h"
 #include "cli/pool_common.h"
+#include "cli/status_snapshots.h"
 #include "export/loop_bindings.h"
 #include "stack/nbd_listeners.h"
 #include "stack/stack.h"
@@ -165,7 +166,8 @@ int PrintStatus(const Context& ctx) {
                                 {"active", is_active(d.name)},
                                 {"pv_of", usage.VgOfPv(d.name)},
                                 {"used_by", usage.UsesOf(d.name)},
-                                {"exports", exports(d.name)}});
+                                {"exports", exports(d.name)},
+                                {"snapshots", SnapshotsOfVolume(*live, d, exports)}});
       }
     }
     pools.push_back(p);
@@ -229,13 +231,15 @@ int PrintStatus(const Context& ctx) {
     for (const auto& v : p["vdevs"])
       std::fprintf(Out(), "    vdev %s\n", v.get<std::string>().c_str());
     for (const auto& v : p["volumes"]) {
-      std::fprintf(Out(), "    volume %s  %s  volblocksize %s%s\n",
+      std::fprintf(Out(), "    volume %s  %s  volblocksize %s%s%s\n",
                    v["name"].get<std::string>().c_str(), size(v["size"]).c_str(),
-                   size(v["volblocksize"]).c_str(), v["active"].get<bool>() ? "  active" : "");
+                   size(v["volblocksize"]).c_str(), v["active"].get<bool>() ? "  active" : "",
+                   SnapshotCount(v["snapshots"]).c_str());
       if (!v["pv_of"].get<std::string>().empty()) {
         std::fprintf(Out(), "      PV of VG %s\n", v["pv_of"].get<std::string>().c_str());
       }
       PrintExports(v["exports"], "      ");
+      PrintSnapshots(v["snapshots"], "      ", PrintExports);
     }
   }
   for (const auto& v : vgs) {

@@ -192,10 +192,12 @@ class PoolImpl {
   Result<uint64_t> WrittenSinceLocked(const DatasetPhys& tree, uint64_t since_txg);
   // sync_mu held: a volume's `written` (since its newest snapshot or origin) and
   // `usedbysnapshots` (what destroying all its snapshots frees), of its synced tree;
-  // `logical_snapshots`, if given: the same blocks by lsize (for logicalused).
+  // `logical_snapshots`, if given: the same blocks by lsize (for logicalused);
+  // `usedbydataset`, if given: its blocks born after its origin (all of them for a volume
+  // that is not a clone).
   Status VolumeSnapshotSpaceLocked(const std::string& volume, uint64_t* written,
-                                   uint64_t* usedbysnapshots,
-                                   uint64_t* logical_snapshots = nullptr);
+                                   uint64_t* usedbysnapshots, uint64_t* logical_snapshots = nullptr,
+                                   uint64_t* usedbydataset = nullptr);
   // Export or destroy found no device open: none may open from then on (OpenVolume).
   bool leaving = false;  // GUARDED_BY(mu)
   std::atomic<bool> closed{false};

@@ -31,7 +31,7 @@
 //
 // Clones. A volume whose tree starts as its origin snapshot's; keep_txg keeps it from ever
 // freeing a block born by the origin's txg, and the origin cannot be destroyed while it
-// has clones (no promote yet).
+// has clones; `zfs promote` (promote.cc) turns a clone into its origin's parent.
 //
 // Atomicity. Each operation is directory entries plus frees in one txg's commit
 // (txg_sync.cc), so after a crash it happened entirely or not at all. In the commit,
@@ -317,7 +317,8 @@ void PoolImpl::SnapshotsAfterTrees(SyncContext& ctx, const std::vector<SnapOp>& 
 }
 
 Status PoolImpl::VolumeSnapshotSpaceLocked(const std::string& volume, uint64_t* written,
-                                           uint64_t* usedbysnapshots, uint64_t* logical_snapshots) {
+                                           uint64_t* usedbysnapshots, uint64_t* logical_snapshots,
+                                           uint64_t* usedbydataset) {
   std::vector<std::shared_ptr<Volume>> snaps;
   std::shared_ptr<Volume> head;
   uint64_t prev_txg = 0;
@@ -330,6 +331,14 @@ Status PoolImpl::VolumeSnapshotSpaceLocked(const std::string& volume, uint64_t* 
     prev_txg = OriginTxgLocked(*head);
   }
   const DatasetPhys hp = head->synced_phys();
+  if (usedbydataset != nullptr) {
+    // zfs's usedbydataset: what destroying the volume frees once its snapshots are gone,
+    // so for a clone only its blocks born after the origin (the rest is the origin's).
+    *usedbydataset = hp.used;
+    if (prev_txg > 0) {
+      VS_ASSIGN_OR_RETURN(*usedbydataset, WrittenSinceLocked(hp, prev_txg));
+    }
+  }
   *usedbysnapshots = 0;
   uint64_t logical = 0;
   for (const auto& sn : snaps) {
@@ -540,6 +549,28 @@ std::vector<DatasetInfo> Pool::ListSnapshots(const std::string& volume) {
     out.push_back(std::move(d));
   }
   return out;
+}
+
+std::vector<std::string> Pool::SnapshotNames(const std::string& volume) {
+  PoolImpl& p = *impl_;
+  std::vector<std::string> out;
+  std::lock_guard l(p.mu);
+  for (const auto& [vn, v] : p.volumes) {
+    if (!volume.empty() && vn != volume) continue;
+    for (const auto& sn : p.SnapshotsOfLocked(vn)) out.push_back(sn->synced_phys().name);
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> Pool::StoredProperties(const std::string& dataset) {
+  PoolImpl& p = *impl_;
+  std::lock_guard l(p.mu);
+  auto& map = dataset.find('@') == std::string::npos ? p.volumes : p.snapshots;
+  auto it = map.find(dataset);
+  if (it == map.end()) {
+    return Status::NotFound("cannot open '" + dataset + "': dataset does not exist");
+  }
+  return it->second->phys().props;
 }
 
 Status Pool::Hold(const std::string& snapshot, const std::string& tag) {

@@ -510,6 +510,11 @@ Status ApplyVolumeProp(std::map<std::string, std::string>& props, const std::str
   } else if (prop == "compression") {
     if (auto c = ParseCompression(value); !c.ok()) return c.status();
     props[prop] = value;
+  } else if (prop == "snapdev") {
+    // Whether the volume's snapshots are devices (read-only) in the stack: the stack reads
+    // it (stack/snapshot_devices.cc); the pool only keeps it.
+    if (value != "hidden" && value != "visible") return bad("must be one of 'hidden | visible'");
+    props[prop] = value;
   } else if (prop == "refreservation") {
     if (value == "none") {
       props[prop] = "0";
@@ -669,6 +674,7 @@ DatasetInfo VolumeInfo(PoolImpl& impl, Volume& v, uint64_t pool_avail) {
   d.props.emplace("logbias", "latency");
   d.props.emplace("checksum", "on");
   d.props.emplace("compression", kDefaultCompression);
+  d.props.emplace("snapdev", "hidden");
   d.props["refreservation"] = std::to_string(d.refreservation);
   d.props["type"] = "volume";
   d.props["available"] = std::to_string(d.available);
@@ -721,7 +727,7 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
   // synced trees, which sync_mu keeps still.
   std::lock_guard s(impl_->sync_mu);
   struct Extra {
-    uint64_t written = 0, usedbysnapshots = 0, logical_snapshots = 0;
+    uint64_t written = 0, usedbysnapshots = 0, logical_snapshots = 0, usedbydataset = 0;
   };
   std::map<std::string, Extra> extra;
   {
@@ -736,7 +742,9 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
     }
     for (const auto& n : names) {
       Extra e;
-      if (impl_->VolumeSnapshotSpaceLocked(n, &e.written, &e.usedbysnapshots, &e.logical_snapshots)
+      if (impl_
+              ->VolumeSnapshotSpaceLocked(n, &e.written, &e.usedbysnapshots, &e.logical_snapshots,
+                                          &e.usedbydataset)
               .ok()) {
         extra[n] = e;
       }
@@ -755,11 +763,15 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
     out.push_back(VolumeInfo(*impl_, *v, avail));
     DatasetInfo& d = out.back();
     d.written = d.referenced;
+    uint64_t usedbydataset = d.referenced;
     uint64_t logical_used = d.logical_referenced;
     if (auto e = extra.find(n); e != extra.end()) {
       d.written = e->second.written;
       d.usedbysnapshots = e->second.usedbysnapshots;
-      d.used += d.usedbysnapshots;
+      // A clone's `used` leaves out what it shares with its origin, as zfs's does: each
+      // block is counted once, by the dataset that frees it (promote moves it).
+      usedbydataset = e->second.usedbydataset;
+      d.used = d.used - d.referenced + usedbydataset + d.usedbysnapshots;
       logical_used += e->second.logical_snapshots;
     }
     // zfs's compressratio covers the snapshots' blocks too; refcompressratio does not.
@@ -773,7 +785,7 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
     }
     d.props["written"] = std::to_string(d.written);
     d.props["usedbysnapshots"] = std::to_string(d.usedbysnapshots);
-    d.props["usedbydataset"] = std::to_string(d.referenced);
+    d.props["usedbydataset"] = std::to_string(usedbydataset);
     d.props["used"] = std::to_string(d.used);
     d.props["origin"] = d.origin.empty() ? "-" : d.origin;
     root.used += d.used;
@@ -904,7 +916,7 @@ Status Pool::SetProperties(const std::string& dataset,
 
 Status Pool::InheritProperty(const std::string& dataset, const std::string& prop) {
   if (prop != "readonly" && prop != "sync" && prop != "checksum" && prop != "compression" &&
-      prop != "logbias" && !IsUserProp(prop)) {
+      prop != "logbias" && prop != "snapdev" && !IsUserProp(prop)) {
     return Status::InvalidArgument("'" + prop + "' cannot be inherited");
   }
   VS_RETURN_IF_ERROR(impl_->CheckUsable());

@@ -271,6 +271,12 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // unless options.props sets a refreservation; options' volsize and volblocksize are ignored.
   Result<DatasetInfo> Clone(const std::string& snapshot, const std::string& name,
                             const VolumeOptions& options = {});
+  // zfs promote: the clone `clone` takes its origin's place (promote.cc has the theory): the
+  // origin volume's snapshots up to the clone's origin become the clone's, the origin
+  // volume becomes a clone of it, the space they hold moves with them. All in one txg.
+  // EINVAL for a volume that is not a clone, EEXIST if the clone has a snapshot of a
+  // moving one's name, EBUSY if a moving snapshot is open; nothing changed then.
+  Status Promote(const std::string& clone);
   // User holds (zfs hold): a held snapshot cannot be destroyed (EBUSY). Hold: EEXIST if
   // the tag is there; Release: ESRCH-like ENOENT if not. Each is committed before it returns.
   Status Hold(const std::string& snapshot, const std::string& tag);
@@ -279,6 +285,14 @@ class Pool : public std::enable_shared_from_this<Pool> {
   Result<std::map<std::string, uint64_t>> Holds(const std::string& snapshot);
   // The snapshots of `volume` (of every volume if empty), each volume's oldest first.
   std::vector<DatasetInfo> ListSnapshots(const std::string& volume = "");
+  // The names alone, cheaply (no space walk): `volume`'s snapshots (every volume's if
+  // empty), each volume's oldest first; and a dataset's stored (non-default) properties.
+  std::vector<std::string> SnapshotNames(const std::string& volume = "");
+  Result<std::map<std::string, std::string>> StoredProperties(const std::string& dataset);
+  // zfs's written@snap of `dataset` (a volume or a snapshot): the bytes it references born
+  // after `snapshot` ("pool/vol@s", or "s" / "@s" of the dataset's own volume), which must
+  // be an earlier snapshot of its lineage (its volume's, or up its origins'); EINVAL if not.
+  Result<uint64_t> WrittenSince(const std::string& dataset, const std::string& snapshot);
   Result<DatasetInfo> GetDataset(const std::string& name);
   // volsize (grow only), readonly, sync, logbias, checksum, refreservation, user props (a:b).
   Status SetProperty(const std::string& dataset, const std::string& prop, const std::string& value);

@@ -147,6 +147,8 @@ class Volume {
   // A received hidden dataset becomes the volume `name` (receive.cc; the pool's mu held,
   // the caller commits).
   void RenameLocked(const std::string& name);
+  // A clone's origin changes (promote.cc; the pool's mu held, the caller commits).
+  void SetOriginLocked(const std::string& origin);
 
   // Where a read last found block `blkid`'s pointer, as a number (l1_hints_): the address
   // of its PackedBlockPtr, what PrefetchPointer loads. 0 if no read has noted an L1 block

@@ -14,6 +14,7 @@
 #include "stack/lvm_state.h"
 #include "stack/nbd_listeners.h"
 #include "stack/pvmove_jobs.h"
+#include "stack/snapshot_devices.h"
 #include "util/request_io.h"
 
 namespace volstack::stack {
@@ -86,6 +87,7 @@ void Stack::ReconcilePools() {
     for (const auto& d : p->ListDatasets()) {
       if (d.type == "volume") volumes.insert(d.name);
     }
+    for (auto& s : VisibleSnapshotNames(*p)) volumes.insert(std::move(s));  // read-only
     for (const auto& name : volumes) {
       if (registry_.Find(name)) continue;
       auto device = p->OpenVolume(name);
@@ -110,6 +112,7 @@ void Stack::ReconcileLvs() {
   std::set<std::string> pool_volumes;
   for (const auto& [name, p] : pools_) {
     for (const auto& d : p->ListDatasets()) pool_volumes.insert(d.name);
+    for (auto& s : VisibleSnapshotNames(*p)) pool_volumes.insert(std::move(s));
   }
   for (const auto& name : std::set<std::string>(registered_)) {
     if (!pool_volumes.count(name) && !wanted.count(name)) Unregister(name);

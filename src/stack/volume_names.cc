@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "stack/lvm_state.h"
+#include "stack/snapshot_devices.h"
 #include "stack/stack.h"
 #include "util/request_io.h"
 
@@ -22,6 +23,7 @@ Result<bdev::BlockDevicePtr> Stack::OpenPoolVolume(const std::string& name, bool
     return Status::NotFound("no pool volume '" + name + "'");
   }
   VS_ASSIGN_OR_RETURN(auto p, OpenPoolAt(name.substr(0, slash), read_only, lookup));
+  VS_RETURN_IF_ERROR(CheckSnapshotDevice(*p, name));  // "pool/vol@snap": snapdev=visible
   pool::OpenVolumeOptions o;
   o.read_only = read_only;
   return p->OpenVolume(name, o);
