@@ -62,7 +62,12 @@ inline constexpr uint64_t kMosMagicV2 = 0x02000053534f4d53ull;
 inline constexpr uint64_t kMosMagicV1 = 0x01000053534f4d53ull;
 inline constexpr uint64_t kSpaceMapMagic = 0x01504d4150535356ull;  // "VSSPMAP\1"
 inline constexpr size_t kMaxMetaBlock = 16u << 20;
-inline constexpr size_t kSpaceMapBlockSize = 128 * 1024;
+// A space-map block holds at most this many bytes: one run of the length the free sets
+// count (kIndirectBlockSize, RangeSet's run unit) and ReserveDirty keeps for a commit's
+// metadata, so a commit never needs a longer run for its space map, however finely small
+// frees have cut the free space. Readers take any size up to kMaxMetaBlock (pools written
+// before the cap hold blocks of up to 128 KiB).
+inline constexpr size_t kSpaceMapBlockSize = 16 * 1024;
 inline constexpr size_t kSpaceMapEntriesPerBlock = (kSpaceMapBlockSize - 16) / 16;
 
 struct DatasetPhys {

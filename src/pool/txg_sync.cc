@@ -316,7 +316,14 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     }
   };
   std::vector<BlockPtr> new_sm = sm_bps;
-  if (sm_bps.size() >= tuning.condense_blocks) {
+  // Condensing rewrites the live set; a pool whose live set takes more blocks than the
+  // threshold would otherwise condense at every commit, so the log must also be twice what
+  // condensing it would write.
+  size_t live_extents = 0;
+  for (const RangeSet& l : live) live_extents += l.extents();
+  const size_t condensed_blocks =
+      (live_extents + kSpaceMapEntriesPerBlock - 1) / kSpaceMapEntriesPerBlock;
+  if (sm_bps.size() >= std::max(tuning.condense_blocks, 2 * condensed_blocks)) {
     collect(live, false);
     old_meta = sm_bps;
     new_sm.clear();
@@ -324,6 +331,8 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     collect(ctx.frees, true);
     collect(ctx.allocs, false);
   }
+  // Each block fits one run of the length ReserveDirty kept room for (kSpaceMapBlockSize).
+  static_assert(kSpaceMapBlockSize <= kIndirectBlockSize);
   for (size_t i = 0; i < entries.size(); i += kSpaceMapEntriesPerBlock) {
     const size_t n = std::min(kSpaceMapEntriesPerBlock, entries.size() - i);
     BlockPtr bp;

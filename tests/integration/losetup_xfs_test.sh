@@ -1,8 +1,8 @@
 #!/bin/bash
 # The seed's path, end to end: file device -> devfs -> volstack losetup -> mkfs.xfs -> mount
 # -> write files, sync, umount, remount, verify checksums -> clean detach. Checks the loop's
-# sector size (4096 by default from st_blksize, 512 when asked), direct I/O, util-linux's
-# -l columns, and the bindings recorded in loops.json.
+# sector size (4096 by default from st_blksize, 512 when asked), direct I/O (the default;
+# off when asked), util-linux's -l columns, and the bindings recorded in loops.json.
 source "$(dirname "$0")/lib.sh"
 need_root
 need_cmd losetup mkfs.xfs mount umount sha256sum python3
@@ -51,12 +51,18 @@ python3 -c "import json,sys; assert not [l for l in json.load(open(sys.argv[1]))
   "$VS_STATE/loops.json" "$LOOP" || fail "detached loop still in loops.json"
 
 # --sector-size 512 for comparison; the filesystem from before is still readable.
+# Direct I/O is the default (a buffered loop serves one request at a time).
 LOOP=$(vs losetup -f --show --sector-size 512 vol)
 on_exit_detach_loop "$LOOP"
 [ "$(losetup -l -n -O LOG-SEC "$LOOP" | tr -d ' ')" = 512 ] || fail "--sector-size 512"
+[ "$(losetup -l -n -O DIO "$LOOP" | tr -d ' ')" = 1 ] || fail "direct I/O is not the default"
 mount -o ro "$LOOP" "$T/mnt"
 (cd "$T/mnt" && sha256sum -c --quiet "$T/sums") || fail "checksums differ on the 512 loop"
 umount "$T/mnt"
+vs losetup -d "$LOOP"
+LOOP=$(vs losetup -f --show --direct-io=off vol)
+on_exit_detach_loop "$LOOP"
+[ "$(losetup -l -n -O DIO "$LOOP" | tr -d ' ')" = 0 ] || fail "--direct-io=off"
 vs losetup -d "$LOOP"
 
 # Bad arguments: usage errors, nothing bound (counting only this test's devfs: other tests
