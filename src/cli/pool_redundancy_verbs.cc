@@ -365,6 +365,7 @@ void RegisterZpoolRedundancyVerbs(CLI::App& zpool, Context& ctx) {
     c->add_option("device", a->existing, "Existing device")->required();
     c->add_option("new_device", a->added, "New device")->required();
   }
+  RegisterZpoolAddVerb(zpool, ctx);
 }
 
 }  // namespace volstack::cli::poolcli

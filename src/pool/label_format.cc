@@ -78,8 +78,11 @@ std::vector<uint8_t> EncodeLabelConfig(const LabelConfig& c, uint64_t device_off
     j["leaf_guid"] = c.leaf_guid;
     j["alloc_end"] = c.alloc_end;
     j["children"] = nlohmann::json::array();
-    for (const auto& ch : c.children)
-      j["children"].push_back({{"guid", ch.guid}, {"path", ch.path}});
+    for (const auto& ch : c.children) {
+      nlohmann::json e = {{"guid", ch.guid}, {"path", ch.path}};
+      if (ch.offline) e["offline"] = true;
+      j["children"].push_back(e);
+    }
   }
   const std::string text = j.dump();
   std::vector<uint8_t> buf(kLabelConfigSize, 0);
@@ -134,7 +137,8 @@ Result<LabelConfig> DecodeLabelConfig(std::span<const uint8_t> region, uint64_t 
       c.leaf_guid = j.at("leaf_guid").get<uint64_t>();
       c.alloc_end = j.at("alloc_end").get<uint64_t>();
       for (const auto& ch : j.at("children")) {
-        c.children.push_back({ch.at("guid").get<uint64_t>(), ch.at("path").get<std::string>()});
+        c.children.push_back({ch.at("guid").get<uint64_t>(), ch.at("path").get<std::string>(),
+                              ch.contains("offline") && ch.at("offline").get<bool>()});
       }
     }
   } catch (const std::exception& e) {

@@ -99,7 +99,8 @@ struct LabelConfig {
   // plain vdev, whose leaf is the top-level vdev itself (leaf guid == vdev_guid).
   struct Child {
     uint64_t guid = 0;
-    std::string path;  // the device name the child had when the label was written
+    std::string path;      // the device name the child had when the label was written
+    bool offline = false;  // taken offline (zpool offline): imported OFFLINE
     bool operator==(const Child&) const = default;
   };
   uint64_t leaf_guid = 0;       // this device's guid among `children`

@@ -316,6 +316,12 @@ class Pool : public std::enable_shared_from_this<Pool> {
                 const std::string& new_path);
   Status Detach(const std::string& device);
 
+  // zpool add: new top-level vdevs (plain, mirror or raidz, as Create takes them), used by
+  // new writes from the next txg on. Every device is checked first (size, sector size, not
+  // in this pool, no other pool's label unless `force`): a bad one is the error and nothing
+  // changes. EBUSY while a scan runs. vdev_add.cc has the order of the writes.
+  Status Add(std::vector<VdevSpec> vdevs, bool force = false);
+
   // What the import of this pool discarded, if anything (empty for a created pool).
   const ImportReport& import_report() const;
 

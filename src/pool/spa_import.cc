@@ -114,23 +114,7 @@ void ResetSpace(PoolImpl& p) {
 }
 }  // namespace
 
-Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name,
-                                           std::vector<bdev::BlockDevicePtr> devices,
-                                           const PoolCreateOptions& options) {
-  std::vector<VdevSpec> specs;
-  for (auto& d : devices) specs.push_back(VdevSpec{false, {std::move(d)}, {}});
-  return Create(name, std::move(specs), options);
-}
-
-Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<VdevSpec> specs,
-                                           const PoolCreateOptions& options) {
-  VS_RETURN_IF_ERROR(ValidatePoolName(name));
-  if (options.ashift < 9 || options.ashift > 16) {
-    return Status::InvalidArgument("invalid ashift " + std::to_string(options.ashift) +
-                                   ": expected 9..16");
-  }
-  if (specs.empty()) return Status::InvalidArgument("a pool needs at least one vdev");
-  if (specs.size() > 1024) return Status::InvalidArgument("too many vdevs");
+Status CheckNewVdevs(std::vector<VdevSpec>& specs, uint32_t ashift, bool force) {
   std::vector<bdev::BlockDevicePtr> devices;
   for (auto& spec : specs) {
     if (spec.raidz > 0) {
@@ -161,12 +145,12 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<
     if (d->size() < kMinVdevSize) {
       return Status::InvalidArgument(d->name() + " is too small: a vdev needs at least 64M");
     }
-    if (d->logical_block_size() > (1u << options.ashift)) {
+    if (d->logical_block_size() > (1u << ashift)) {
       return Status::InvalidArgument(d->name() + ": logical block size " +
                                      std::to_string(d->logical_block_size()) + " exceeds ashift " +
-                                     std::to_string(options.ashift));
+                                     std::to_string(ashift));
     }
-    if (!options.force) {
+    if (!force) {
       auto c = Vdev::ReadLabelConfig(*d);
       if (c.ok() && c->state != PoolState::kDestroyed) {
         return Status::Busy(d->name() + " is part of " + PoolStateName(c->state) + " pool '" +
@@ -174,6 +158,43 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<
       }
     }
   }
+  return Status::Ok();
+}
+
+std::unique_ptr<Vdev> MakeVdev(const VdevSpec& spec, uint32_t id, uint64_t guid, uint32_t ashift) {
+  if (spec.raidz > 0) return MakeRaidzVdev(spec, id, guid, ashift);
+  if (spec.mirror) {
+    std::vector<Vdev::ChildSpec> kids;
+    uint64_t end = UINT64_MAX;
+    for (size_t k = 0; k < spec.devices.size(); k++) {
+      end = std::min(end, AllocEnd(spec.devices[k]->size()));
+      kids.push_back({spec.devices[k], RandomGuid(), spec.paths[k]});
+    }
+    return std::make_unique<Vdev>(std::move(kids), id, guid, end);
+  }
+  return std::make_unique<Vdev>(spec.devices[0], id, guid, spec.paths[0]);
+}
+
+uint64_t NewVdevGuid() { return RandomGuid(); }
+
+Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name,
+                                           std::vector<bdev::BlockDevicePtr> devices,
+                                           const PoolCreateOptions& options) {
+  std::vector<VdevSpec> specs;
+  for (auto& d : devices) specs.push_back(VdevSpec{false, {std::move(d)}, {}});
+  return Create(name, std::move(specs), options);
+}
+
+Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<VdevSpec> specs,
+                                           const PoolCreateOptions& options) {
+  VS_RETURN_IF_ERROR(ValidatePoolName(name));
+  if (options.ashift < 9 || options.ashift > 16) {
+    return Status::InvalidArgument("invalid ashift " + std::to_string(options.ashift) +
+                                   ": expected 9..16");
+  }
+  if (specs.empty()) return Status::InvalidArgument("a pool needs at least one vdev");
+  if (specs.size() > kMaxVdevs) return Status::InvalidArgument("too many vdevs");
+  VS_RETURN_IF_ERROR(CheckNewVdevs(specs, options.ashift, options.force));
   std::map<std::string, std::string> props;
   for (const auto& [k, v] : options.props) {
     VS_ASSIGN_OR_RETURN(props[k], StoredPoolProperty(k, v));
@@ -183,6 +204,8 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<
   impl->pool_guid = RandomGuid();
   impl->ashift = options.ashift;
   impl->tuning = options.tuning;
+  impl->vdevs.reserve(kMaxVdevs);
+  impl->vdev_guids.reserve(kMaxVdevs);
   ApplyMemoryBounds(props, impl->tuning);
   impl->InitBlockCache();
   impl->props = std::move(props);
@@ -193,19 +216,7 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<
     const uint64_t g = RandomGuid();
     auto& spec = specs[i];
     const auto id = static_cast<uint32_t>(i);
-    if (spec.raidz > 0) {
-      impl->vdevs.push_back(MakeRaidzVdev(spec, id, g, impl->ashift));
-    } else if (spec.mirror) {
-      std::vector<Vdev::ChildSpec> kids;
-      uint64_t end = UINT64_MAX;
-      for (size_t k = 0; k < spec.devices.size(); k++) {
-        end = std::min(end, AllocEnd(spec.devices[k]->size()));
-        kids.push_back({spec.devices[k], RandomGuid(), spec.paths[k]});
-      }
-      impl->vdevs.push_back(std::make_unique<Vdev>(std::move(kids), id, g, end));
-    } else {
-      impl->vdevs.push_back(std::make_unique<Vdev>(spec.devices[0], id, g, spec.paths[0]));
-    }
+    impl->vdevs.push_back(MakeVdev(spec, id, g, impl->ashift));
     impl->vdev_guids.push_back(g);
     impl->guid_sum += g;
   }
@@ -362,6 +373,8 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
   impl->ashift = newest->ashift;
   impl->tuning = options.tuning;
   impl->vdev_guids = newest->vdev_guids;
+  impl->vdev_guids.reserve(kMaxVdevs);
+  impl->vdevs.reserve(kMaxVdevs);
   std::vector<std::string> missing;
   for (size_t id = 0; id < n; id++) {
     const auto vid = static_cast<uint32_t>(id);
@@ -382,7 +395,9 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
     // A mirror: each child of the newest children list, found by its leaf guid.
     std::vector<Vdev::ChildSpec> kids;
     size_t present = 0;
-    for (const auto& child : vc->children) kids.push_back({nullptr, child.guid, child.path});
+    for (const auto& child : vc->children) {
+      kids.push_back({nullptr, child.guid, child.path, child.offline});
+    }
     for (size_t i : by_id[id]) {
       const auto& c = configs[i];
       auto it = std::find_if(kids.begin(), kids.end(),

@@ -178,7 +178,10 @@ Vdev::Vdev(std::vector<ChildSpec> children, uint32_t id, uint64_t guid, uint64_t
       id_(id),
       guid_(guid),
       alloc_end_(alloc_end) {
-  for (auto& c : children) children_.push_back(MakeLeaf(std::move(c.device), c.guid, c.path));
+  for (auto& c : children) {
+    children_.push_back(MakeLeaf(std::move(c.device), c.guid, c.path));
+    if (c.offline && children_.back()->device) children_.back()->state = LeafState::kOffline;
+  }
   device_ = std::make_shared<MirrorDevice>(this, "mirror-" + std::to_string(id),
                                            DataGeometry(children_, alloc_end_));
 }
@@ -192,7 +195,10 @@ Vdev::Vdev(std::vector<ChildSpec> children, uint32_t id, uint64_t guid, uint64_t
       guid_(guid),
       alloc_end_(alloc_end) {
   VS_CHECK_OP(geometry.children, ==, children.size());
-  for (auto& c : children) children_.push_back(MakeLeaf(std::move(c.device), c.guid, c.path));
+  for (auto& c : children) {
+    children_.push_back(MakeLeaf(std::move(c.device), c.guid, c.path));
+    if (c.offline && children_.back()->device) children_.back()->state = LeafState::kOffline;
+  }
   device_ = MakeRaidzDevice();
 }
 
@@ -380,7 +386,9 @@ void Vdev::LeafLabelFields(const Leaf& leaf, LabelConfig& c) const {
   c.leaf_guid = leaf.guid;
   c.alloc_end = alloc_end_;
   c.children.clear();
-  for (auto& k : children_) c.children.push_back({k->guid, k->path});
+  for (auto& k : children_) {
+    c.children.push_back({k->guid, k->path, k->state.load() == LeafState::kOffline});
+  }
   if (is_raidz()) {
     c.nparity = raidz_.parity;
     c.sector = raidz_.sector;

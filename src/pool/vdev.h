@@ -82,6 +82,7 @@ class Vdev {
     bdev::BlockDevicePtr device;
     uint64_t guid = 0;
     std::string path;
+    bool offline = false;  // recorded offline in the labels: stays OFFLINE until online
   };
   Vdev(std::vector<ChildSpec> children, uint32_t id, uint64_t guid, uint64_t alloc_end);
   // A raidz (geometry.children == children.size()). `alloc_end` is the end of its logical

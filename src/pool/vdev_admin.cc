@@ -11,7 +11,8 @@
 //
 // Offline and faulted children keep no list of what they missed: when one comes back
 // (online, clear) it is marked RESILVERING and a scan rewrites every block on it.
-// Offline is not recorded in the labels: it lasts until the pool is closed.
+// Offline is recorded in the labels (the child's entry in `children`), written to the
+// children still in use, so a restart or import brings the child back OFFLINE.
 #include <algorithm>
 #include <random>
 
@@ -54,6 +55,17 @@ Status Refill(PoolImpl& p, Leaf& leaf) {
   return st.code() == EBUSY ? Status::Ok() : st;
 }
 
+// Rewrites the labels with the children's offline states, at a new txg so that they are
+// the newest config an import finds.
+Status RecordStates(PoolImpl& p) {
+  {
+    std::lock_guard l(p.mu);
+    p.mos_dirty = true;
+  }
+  VS_RETURN_IF_ERROR(p.Sync());
+  return p.WriteLabels(PoolState::kActive, p.synced_txg.load());
+}
+
 }  // namespace
 
 Status Pool::Scrub() { return impl_->StartScan(/*resilver=*/false); }
@@ -86,7 +98,8 @@ Status Pool::Offline(const std::string& device) {
   VS_ASSIGN_OR_RETURN(Found f, FindLeaf(*impl_, device));
   if (!f.vdev->CanLose(*f.leaf)) return Status::Busy("no valid replicas");
   f.leaf->state = LeafState::kOffline;
-  return Status::Ok();
+  // Recorded in the other children's labels, so an import (a restart) keeps it offline.
+  return RecordStates(*impl_);
 }
 
 Status Pool::Online(const std::string& device) {
@@ -94,8 +107,10 @@ Status Pool::Online(const std::string& device) {
   VS_ASSIGN_OR_RETURN(Found f, FindLeaf(*impl_, device));
   if (!f.leaf->device) return Status::NotFound("device is missing");
   if (f.leaf->state == LeafState::kOnline) return Status::Ok();
+  const bool was_offline = f.leaf->state == LeafState::kOffline;
   f.leaf->state = LeafState::kOnline;
-  return Refill(*impl_, *f.leaf);
+  VS_RETURN_IF_ERROR(Refill(*impl_, *f.leaf));
+  return was_offline ? RecordStates(*impl_) : Status::Ok();
 }
 
 Status Pool::Clear() {
