@@ -23,5 +23,7 @@ bool IsVdevKeyword(const std::string& word);
 void PrintPoolStatus(const pool::PoolInfo& info, bool verbose);
 
 void RegisterZpoolRedundancyVerbs(CLI::App& zpool, Context& ctx);
+// zpool add (pool_add_verb.cc).
+void RegisterZpoolAddVerb(CLI::App& zpool, Context& ctx);
 
 }  // namespace volstack::cli::poolcli

@@ -24,7 +24,9 @@
 
 namespace volstack::cli::poolcli {
 
-bool IsVdevKeyword(const std::string& word) { return word == "mirror"; }
+bool IsVdevKeyword(const std::string& word) {
+  return word == "mirror" || word == "raidz" || word == "raidz1" || word == "raidz2";
+}
 
 Result<std::vector<pool::VdevSpec>> GroupVdevs(const std::vector<std::string>& args,
                                                const std::vector<bdev::BlockDevicePtr>& devs,
@@ -34,7 +36,10 @@ Result<std::vector<pool::VdevSpec>> GroupVdevs(const std::vector<std::string>& a
   bool in_mirror = false;
   for (const auto& a : args) {
     if (IsVdevKeyword(a)) {
-      specs.push_back(pool::VdevSpec{true, {}, {}});
+      pool::VdevSpec spec;
+      spec.mirror = a == "mirror";
+      spec.raidz = a == "raidz2" ? 2 : spec.mirror ? 0 : 1;
+      specs.push_back(spec);
       in_mirror = true;
       continue;
     }
@@ -48,6 +53,11 @@ Result<std::vector<pool::VdevSpec>> GroupVdevs(const std::vector<std::string>& a
     if (s.mirror && s.devices.size() < 2) {
       return Status::InvalidArgument(
           "invalid vdev specification: mirror requires at least 2 devices");
+    }
+    if (s.raidz > 0 && s.devices.size() < s.raidz + 1) {
+      return Status::InvalidArgument("invalid vdev specification: raidz" + std::to_string(s.raidz) +
+                                     " requires at least " + std::to_string(s.raidz + 1) +
+                                     " devices");
     }
   }
   if (specs.empty()) return Status::InvalidArgument("invalid vdev specification: no devices");
@@ -169,7 +179,7 @@ void PrintPoolStatus(const pool::PoolInfo& info, bool verbose) {
   std::fprintf(Out(), "config:\n\n");
   size_t w = std::max<size_t>(info.name.size(), 4);
   for (const auto& v : info.vdevs) {
-    w = std::max(w, (v.type == "mirror" ? std::string("mirror-0").size() : v.name.size()) + 2);
+    w = std::max(w, (v.children.empty() ? v.name.size() : v.type.size() + 2) + 2);
     for (const auto& c : v.children) w = std::max(w, c.name.size() + 4);
   }
   std::fprintf(Out(), "\t%-*s  %-8s %5s %5s %5s\n", static_cast<int>(w), "NAME", "STATE", "READ",
@@ -183,8 +193,8 @@ void PrintPoolStatus(const pool::PoolInfo& info, bool verbose) {
   Row(w, 0, info.name, info.health, total[0], total[1], total[2]);
   for (size_t i = 0; i < info.vdevs.size(); i++) {
     const auto& v = info.vdevs[i];
-    if (v.type == "mirror") {
-      Row(w, 2, "mirror-" + std::to_string(i), v.state, v.read_errors, v.write_errors,
+    if (!v.children.empty()) {
+      Row(w, 2, v.type + "-" + std::to_string(i), v.state, v.read_errors, v.write_errors,
           v.checksum_errors);
       for (const auto& c : v.children) {
         Row(w, 4, c.name, c.state, c.read_errors, c.write_errors, c.checksum_errors,
@@ -355,6 +365,7 @@ void RegisterZpoolRedundancyVerbs(CLI::App& zpool, Context& ctx) {
     c->add_option("device", a->existing, "Existing device")->required();
     c->add_option("new_device", a->added, "New device")->required();
   }
+  RegisterZpoolAddVerb(zpool, ctx);
 }
 
 }  // namespace volstack::cli::poolcli

@@ -69,19 +69,28 @@ std::vector<uint8_t> EncodeLabelConfig(const LabelConfig& c, uint64_t device_off
   j["txg"] = c.txg;
   j["version"] = c.version;
   if (c.vdev_size != 0) j["vdev_size"] = c.vdev_size;
-  if (c.is_mirror()) {
-    j["type"] = "mirror";
+  if (c.has_children()) {
+    j["type"] = c.is_raidz() ? "raidz" : "mirror";
+    if (c.is_raidz()) {
+      j["nparity"] = c.nparity;
+      j["sector"] = c.sector;
+    }
     j["leaf_guid"] = c.leaf_guid;
     j["alloc_end"] = c.alloc_end;
     j["children"] = nlohmann::json::array();
-    for (const auto& ch : c.children)
-      j["children"].push_back({{"guid", ch.guid}, {"path", ch.path}});
+    for (const auto& ch : c.children) {
+      nlohmann::json e = {{"guid", ch.guid}, {"path", ch.path}};
+      if (ch.offline) e["offline"] = true;
+      j["children"].push_back(e);
+    }
   }
   const std::string text = j.dump();
   std::vector<uint8_t> buf(kLabelConfigSize, 0);
   VS_CHECK_OP(text.size(), <=, kLabelConfigSize - 64);
   EncodeLE64(buf.data(), kLabelMagic);
-  EncodeLE64(buf.data() + 8, c.is_mirror() ? kMirrorLabelVersion : kFormatVersion);
+  EncodeLE64(buf.data() + 8, c.is_raidz()    ? kRaidzLabelVersion
+                             : c.is_mirror() ? kMirrorLabelVersion
+                                             : kFormatVersion);
   EncodeLE64(buf.data() + 16, text.size());
   std::memcpy(buf.data() + 24, text.data(), text.size());
   Seal(buf, device_offset);
@@ -93,7 +102,8 @@ Result<LabelConfig> DecodeLabelConfig(std::span<const uint8_t> region, uint64_t 
   if (DecodeLE64(region.data()) != kLabelMagic) return Status::Corruption("label: no magic");
   VS_RETURN_IF_ERROR(Verify(region, device_offset, "label"));
   const uint64_t label_version = DecodeLE64(region.data() + 8);
-  if (label_version != kFormatVersion && label_version != kMirrorLabelVersion) {
+  if (label_version != kFormatVersion && label_version != kMirrorLabelVersion &&
+      label_version != kRaidzLabelVersion) {
     return Status::Corruption("label: unsupported version");
   }
   const uint64_t len = DecodeLE64(region.data() + 16);
@@ -115,14 +125,20 @@ Result<LabelConfig> DecodeLabelConfig(std::span<const uint8_t> region, uint64_t 
     c.txg = j.at("txg").get<uint64_t>();
     c.version = j.at("version").get<uint64_t>();
     if (j.contains("vdev_size")) c.vdev_size = j.at("vdev_size").get<uint64_t>();
-    if (label_version == kMirrorLabelVersion) {
-      if (j.at("type").get<std::string>() != "mirror") {
+    if (label_version == kMirrorLabelVersion || label_version == kRaidzLabelVersion) {
+      const bool raidz = label_version == kRaidzLabelVersion;
+      if (j.at("type").get<std::string>() != (raidz ? "raidz" : "mirror")) {
         return Status::Corruption("label: unknown vdev type");
+      }
+      if (raidz) {
+        c.nparity = j.at("nparity").get<uint32_t>();
+        c.sector = j.at("sector").get<uint32_t>();
       }
       c.leaf_guid = j.at("leaf_guid").get<uint64_t>();
       c.alloc_end = j.at("alloc_end").get<uint64_t>();
       for (const auto& ch : j.at("children")) {
-        c.children.push_back({ch.at("guid").get<uint64_t>(), ch.at("path").get<std::string>()});
+        c.children.push_back({ch.at("guid").get<uint64_t>(), ch.at("path").get<std::string>(),
+                              ch.contains("offline") && ch.at("offline").get<bool>()});
       }
     }
   } catch (const std::exception& e) {
@@ -132,7 +148,14 @@ Result<LabelConfig> DecodeLabelConfig(std::span<const uint8_t> region, uint64_t 
     return Status::Corruption("label: vdev id/guid inconsistent");
   }
   if (c.ashift < 9 || c.ashift > 16) return Status::Corruption("label: bad ashift");
-  if (label_version == kMirrorLabelVersion) {
+  if (label_version == kRaidzLabelVersion) {
+    const uint32_t s = c.sector;
+    if (c.nparity < 1 || c.nparity > 2 || c.children.size() < c.nparity + 1 || s < 512 ||
+        s > 65536 || (s & (s - 1)) != 0 || s > (1u << c.ashift) || c.alloc_end <= kAllocStart) {
+      return Status::Corruption("label: raidz geometry inconsistent");
+    }
+  }
+  if (label_version == kMirrorLabelVersion || label_version == kRaidzLabelVersion) {
     const bool listed =
         std::any_of(c.children.begin(), c.children.end(),
                     [&](const LabelConfig::Child& ch) { return ch.guid == c.leaf_guid; });

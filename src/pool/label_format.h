@@ -15,10 +15,12 @@
 // Config region (112 KiB):
 //   off  size field
 //   0    8    magic kLabelMagic ("VSPLABEL")
-//   8    8    version (1; 2 on the children of a mirror vdev: older volstacks refuse it)
+//   8    8    version (1; 2 on the children of a mirror vdev, 3 on those of a raidz vdev:
+//             older volstacks refuse them)
 //   16   8    json length n (<= region - 64)
 //   24   n    JSON: name, state, pool_guid, vdev_guid, vdev_id, vdev_guids[], ashift, txg
-//             (version 2, a mirror child: leaf_guid, children[{guid, path}], alloc_end)
+//             (version 2, a mirror child: leaf_guid, children[{guid, path}], alloc_end;
+//             version 3, a raidz child: the same and nparity, sector)
 //   -40  8    embedded-checksum magic kEckMagic
 //   -32  32   SHA-256 of bytes [0, region-40) || LE64(device offset of the region)
 //
@@ -68,6 +70,9 @@ inline constexpr uint64_t kFormatVersion = 1;
 // The label version of a mirror's children (docs/format/pool.md, "Mirrors"): a volstack
 // that knows only version 1 must not import one child of a mirror as a plain vdev.
 inline constexpr uint64_t kMirrorLabelVersion = 2;
+// The label version of a raidz's children (docs/format/pool.md, "Raidz"): one child holds
+// only a column of each block, and a volstack that knows mirrors must not take it for one.
+inline constexpr uint64_t kRaidzLabelVersion = 3;
 
 // Byte offset of label `index` (0..3) on a device of `device_size` bytes.
 uint64_t LabelOffset(uint64_t device_size, int index);
@@ -94,13 +99,20 @@ struct LabelConfig {
   // plain vdev, whose leaf is the top-level vdev itself (leaf guid == vdev_guid).
   struct Child {
     uint64_t guid = 0;
-    std::string path;  // the device name the child had when the label was written
+    std::string path;      // the device name the child had when the label was written
+    bool offline = false;  // taken offline (zpool offline): imported OFFLINE
     bool operator==(const Child&) const = default;
   };
   uint64_t leaf_guid = 0;       // this device's guid among `children`
   std::vector<Child> children;  // every child of the mirror, by position
   uint64_t alloc_end = 0;       // end of the mirror's allocatable space (its smallest child)
-  bool is_mirror() const { return !children.empty(); }
+  // A child of a raidz (label version 3): its parity (1 or 2) and column sector size;
+  // `children` are its columns in order and `alloc_end` is the end of its logical space.
+  uint32_t nparity = 0;
+  uint32_t sector = 0;
+  bool has_children() const { return !children.empty(); }
+  bool is_mirror() const { return !children.empty() && nparity == 0; }
+  bool is_raidz() const { return nparity > 0; }
   bool operator==(const LabelConfig&) const = default;
 };
 

@@ -44,6 +44,16 @@ inline constexpr uint64_t kRewindRunBytes = 1 << 20;  // PoolImpl::cursor
 // What ReserveDirty keeps for a commit's space map and MOS blocks.
 inline constexpr uint64_t kMetaSlackBytes = 2 << 20;
 
+// The most top-level vdevs a pool has. PoolImpl::vdevs reserves room for them, so `zpool
+// add` (which appends under sync_mu) never moves the vector under a reader.
+inline constexpr size_t kMaxVdevs = 1024;
+// Create and zpool add: checks new vdevs' shapes and devices (size, sector size against
+// ashift, a label of another pool unless `force`); MakeVdev builds one with a new guid per
+// leaf (spa_import.cc).
+Status CheckNewVdevs(std::vector<VdevSpec>& specs, uint32_t ashift, bool force);
+std::unique_ptr<Vdev> MakeVdev(const VdevSpec& spec, uint32_t id, uint64_t guid, uint32_t ashift);
+uint64_t NewVdevGuid();
+
 // What a thick volume reserves: volsize plus its indirect blocks when fully written.
 uint64_t MetaOverhead(const PoolImpl& pool, uint64_t nblocks);
 uint64_t FullReservation(const PoolImpl& pool, uint64_t volsize, uint32_t vbs);

@@ -966,8 +966,8 @@ PoolInfo Pool::Info() {
       vi.state = v->StateName();
       degraded |= !v->healthy();
       auto kids = v->children();
-      if (v->is_mirror()) {
-        vi.type = "mirror";
+      if (v->is_mirror() || v->is_raidz()) {
+        vi.type = v->TypeName();
         for (auto& k : kids) {
           VdevInfo ci;
           ci.name = k->path;

@@ -152,10 +152,10 @@ struct VdevInfo {
   uint64_t read_errors = 0;
   uint64_t write_errors = 0;
   uint64_t checksum_errors = 0;
-  std::string type = "disk";       // "disk" (a leaf) or "mirror"
+  std::string type = "disk";       // "disk" (a leaf), "mirror", "raidz1" or "raidz2"
   std::string state = "ONLINE";    // ONLINE, DEGRADED, OFFLINE, FAULTED, UNAVAIL
   bool resilvering = false;        // a leaf being filled by a resilver
-  std::vector<VdevInfo> children;  // a mirror's leaves (the counters above are their sums)
+  std::vector<VdevInfo> children;  // a mirror's or raidz's leaves (the counters: their sums)
 };
 
 // A scrub or resilver (scan.h): zpool status's "scan:" lines.
@@ -207,11 +207,13 @@ struct DiscoveredPool {
   }
 };
 
-// One top-level vdev to create: a plain vdev (one device) or a mirror of 2-16.
+// One top-level vdev to create: a plain vdev (one device), a mirror of 2-16, or (raidz
+// 1 or 2) a raidz of raidz + 1 to 16 devices.
 struct VdevSpec {
   bool mirror = false;
   std::vector<bdev::BlockDevicePtr> devices;
   std::vector<std::string> paths;  // names for labels and zpool status; default device names
+  uint32_t raidz = 0;              // parity of a raidz (then `mirror` is false)
 };
 
 class Pool : public std::enable_shared_from_this<Pool> {
@@ -327,6 +329,12 @@ class Pool : public std::enable_shared_from_this<Pool> {
   Status Attach(const std::string& existing, bdev::BlockDevicePtr new_device,
                 const std::string& new_path);
   Status Detach(const std::string& device);
+
+  // zpool add: new top-level vdevs (plain, mirror or raidz, as Create takes them), used by
+  // new writes from the next txg on. Every device is checked first (size, sector size, not
+  // in this pool, no other pool's label unless `force`): a bad one is the error and nothing
+  // changes. EBUSY while a scan runs. vdev_add.cc has the order of the writes.
+  Status Add(std::vector<VdevSpec> vdevs, bool force = false);
 
   // What the import of this pool discarded, if anything (empty for a created pool).
   const ImportReport& import_report() const;

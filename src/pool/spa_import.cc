@@ -79,6 +79,25 @@ Status CheckDatasets(const MosPhys& mos, const std::string& pool) {
   return Status::Ok();
 }
 
+// A new raidz over spec's devices: its sector is the largest child sector, its logical
+// space ends where the smallest child's allocatable space does (raidz.h).
+std::unique_ptr<Vdev> MakeRaidzVdev(const VdevSpec& spec, uint32_t id, uint64_t guid,
+                                    uint32_t ashift) {
+  RaidzGeometry g;
+  g.children = static_cast<uint32_t>(spec.devices.size());
+  g.parity = spec.raidz;
+  g.unit = 1u << ashift;
+  g.sector = 512;
+  uint64_t child_end = UINT64_MAX;
+  std::vector<Vdev::ChildSpec> kids;
+  for (size_t k = 0; k < spec.devices.size(); k++) {
+    g.sector = std::max(g.sector, spec.devices[k]->logical_block_size());
+    child_end = std::min(child_end, AllocEnd(spec.devices[k]->size()));
+    kids.push_back({spec.devices[k], RandomGuid(), spec.paths[k]});
+  }
+  return std::make_unique<Vdev>(std::move(kids), id, guid, g.LogicalEnd(child_end), g);
+}
+
 void ResetSpace(PoolImpl& p) {
   const size_t n = p.vdevs.size();
   p.free.assign(n, RangeSet{kIndirectBlockSize});
@@ -95,25 +114,19 @@ void ResetSpace(PoolImpl& p) {
 }
 }  // namespace
 
-Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name,
-                                           std::vector<bdev::BlockDevicePtr> devices,
-                                           const PoolCreateOptions& options) {
-  std::vector<VdevSpec> specs;
-  for (auto& d : devices) specs.push_back(VdevSpec{false, {std::move(d)}, {}});
-  return Create(name, std::move(specs), options);
-}
-
-Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<VdevSpec> specs,
-                                           const PoolCreateOptions& options) {
-  VS_RETURN_IF_ERROR(ValidatePoolName(name));
-  if (options.ashift < 9 || options.ashift > 16) {
-    return Status::InvalidArgument("invalid ashift " + std::to_string(options.ashift) +
-                                   ": expected 9..16");
-  }
-  if (specs.empty()) return Status::InvalidArgument("a pool needs at least one vdev");
-  if (specs.size() > 1024) return Status::InvalidArgument("too many vdevs");
+Status CheckNewVdevs(std::vector<VdevSpec>& specs, uint32_t ashift, bool force) {
   std::vector<bdev::BlockDevicePtr> devices;
   for (auto& spec : specs) {
+    if (spec.raidz > 0) {
+      if (spec.mirror || spec.raidz > 2) return Status::InvalidArgument("raidz1 or raidz2 only");
+      if (spec.devices.size() < spec.raidz + 1 || spec.devices.size() > 16) {
+        return Status::InvalidArgument("a raidz" + std::to_string(spec.raidz) + " needs " +
+                                       std::to_string(spec.raidz + 1) + " to 16 devices");
+      }
+      spec.paths.resize(spec.devices.size());
+      for (auto& d : spec.devices) devices.push_back(d);
+      continue;
+    }
     if (spec.devices.empty() || (!spec.mirror && spec.devices.size() != 1)) {
       return Status::InvalidArgument("a vdev is one device");
     }
@@ -132,12 +145,12 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<
     if (d->size() < kMinVdevSize) {
       return Status::InvalidArgument(d->name() + " is too small: a vdev needs at least 64M");
     }
-    if (d->logical_block_size() > (1u << options.ashift)) {
+    if (d->logical_block_size() > (1u << ashift)) {
       return Status::InvalidArgument(d->name() + ": logical block size " +
                                      std::to_string(d->logical_block_size()) + " exceeds ashift " +
-                                     std::to_string(options.ashift));
+                                     std::to_string(ashift));
     }
-    if (!options.force) {
+    if (!force) {
       auto c = Vdev::ReadLabelConfig(*d);
       if (c.ok() && c->state != PoolState::kDestroyed) {
         return Status::Busy(d->name() + " is part of " + PoolStateName(c->state) + " pool '" +
@@ -145,6 +158,43 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<
       }
     }
   }
+  return Status::Ok();
+}
+
+std::unique_ptr<Vdev> MakeVdev(const VdevSpec& spec, uint32_t id, uint64_t guid, uint32_t ashift) {
+  if (spec.raidz > 0) return MakeRaidzVdev(spec, id, guid, ashift);
+  if (spec.mirror) {
+    std::vector<Vdev::ChildSpec> kids;
+    uint64_t end = UINT64_MAX;
+    for (size_t k = 0; k < spec.devices.size(); k++) {
+      end = std::min(end, AllocEnd(spec.devices[k]->size()));
+      kids.push_back({spec.devices[k], RandomGuid(), spec.paths[k]});
+    }
+    return std::make_unique<Vdev>(std::move(kids), id, guid, end);
+  }
+  return std::make_unique<Vdev>(spec.devices[0], id, guid, spec.paths[0]);
+}
+
+uint64_t NewVdevGuid() { return RandomGuid(); }
+
+Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name,
+                                           std::vector<bdev::BlockDevicePtr> devices,
+                                           const PoolCreateOptions& options) {
+  std::vector<VdevSpec> specs;
+  for (auto& d : devices) specs.push_back(VdevSpec{false, {std::move(d)}, {}});
+  return Create(name, std::move(specs), options);
+}
+
+Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<VdevSpec> specs,
+                                           const PoolCreateOptions& options) {
+  VS_RETURN_IF_ERROR(ValidatePoolName(name));
+  if (options.ashift < 9 || options.ashift > 16) {
+    return Status::InvalidArgument("invalid ashift " + std::to_string(options.ashift) +
+                                   ": expected 9..16");
+  }
+  if (specs.empty()) return Status::InvalidArgument("a pool needs at least one vdev");
+  if (specs.size() > kMaxVdevs) return Status::InvalidArgument("too many vdevs");
+  VS_RETURN_IF_ERROR(CheckNewVdevs(specs, options.ashift, options.force));
   std::map<std::string, std::string> props;
   for (const auto& [k, v] : options.props) {
     VS_ASSIGN_OR_RETURN(props[k], StoredPoolProperty(k, v));
@@ -154,6 +204,8 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<
   impl->pool_guid = RandomGuid();
   impl->ashift = options.ashift;
   impl->tuning = options.tuning;
+  impl->vdevs.reserve(kMaxVdevs);
+  impl->vdev_guids.reserve(kMaxVdevs);
   ApplyMemoryBounds(props, impl->tuning);
   impl->InitBlockCache();
   impl->props = std::move(props);
@@ -164,17 +216,7 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<
     const uint64_t g = RandomGuid();
     auto& spec = specs[i];
     const auto id = static_cast<uint32_t>(i);
-    if (spec.mirror) {
-      std::vector<Vdev::ChildSpec> kids;
-      uint64_t end = UINT64_MAX;
-      for (size_t k = 0; k < spec.devices.size(); k++) {
-        end = std::min(end, AllocEnd(spec.devices[k]->size()));
-        kids.push_back({spec.devices[k], RandomGuid(), spec.paths[k]});
-      }
-      impl->vdevs.push_back(std::make_unique<Vdev>(std::move(kids), id, g, end));
-    } else {
-      impl->vdevs.push_back(std::make_unique<Vdev>(spec.devices[0], id, g, spec.paths[0]));
-    }
+    impl->vdevs.push_back(MakeVdev(spec, id, g, impl->ashift));
     impl->vdev_guids.push_back(g);
     impl->guid_sum += g;
   }
@@ -331,6 +373,8 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
   impl->ashift = newest->ashift;
   impl->tuning = options.tuning;
   impl->vdev_guids = newest->vdev_guids;
+  impl->vdev_guids.reserve(kMaxVdevs);
+  impl->vdevs.reserve(kMaxVdevs);
   std::vector<std::string> missing;
   for (size_t id = 0; id < n; id++) {
     const auto vid = static_cast<uint32_t>(id);
@@ -339,7 +383,7 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
       missing.push_back("vdev " + std::to_string(id) + " is missing");
       continue;
     }
-    if (!vc->is_mirror()) {
+    if (!vc->has_children()) {
       if (by_id[id].size() > 1) {
         return Status::InvalidArgument(devices[by_id[id][1]]->name() + ": vdev " +
                                        std::to_string(id) + " given twice");
@@ -351,7 +395,9 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
     // A mirror: each child of the newest children list, found by its leaf guid.
     std::vector<Vdev::ChildSpec> kids;
     size_t present = 0;
-    for (const auto& child : vc->children) kids.push_back({nullptr, child.guid, child.path});
+    for (const auto& child : vc->children) {
+      kids.push_back({nullptr, child.guid, child.path, child.offline});
+    }
     for (size_t i : by_id[id]) {
       const auto& c = configs[i];
       auto it = std::find_if(kids.begin(), kids.end(),
@@ -360,17 +406,33 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
       // crash cut a replace short after the new labels were written. Left out.
       if (it == kids.end()) continue;
       if (it->device) {
-        return Status::InvalidArgument(devices[i]->name() + ": a child of mirror-" +
+        return Status::InvalidArgument(devices[i]->name() + ": a child of vdev " +
                                        std::to_string(id) + " given twice");
       }
       it->device = devices[i];
       present++;
     }
-    if (present == 0) {
+    const size_t need = vc->is_raidz() ? kids.size() - vc->nparity : 1;
+    const std::string vname =
+        (vc->is_raidz() ? "raidz" + std::to_string(vc->nparity) : std::string("mirror")) + "-" +
+        std::to_string(id);
+    if (present < need) {
       std::string names;
-      for (const auto& k : kids) names += (names.empty() ? "" : ", ") + k.path;
-      missing.push_back("mirror-" + std::to_string(id) + " has none of its devices (missing " +
-                        names + "): more are missing than its redundancy allows");
+      for (const auto& k : kids) {
+        if (!k.device) names += (names.empty() ? "" : ", ") + k.path;
+      }
+      missing.push_back(vname + (present == 0 ? " has none of its devices" : " lacks devices") +
+                        " (missing " + names + "): more are missing than its redundancy allows");
+      continue;
+    }
+    if (vc->is_raidz()) {
+      RaidzGeometry g;
+      g.children = static_cast<uint32_t>(kids.size());
+      g.parity = vc->nparity;
+      g.sector = vc->sector;
+      g.unit = 1u << newest->ashift;
+      impl->vdevs.push_back(
+          std::make_unique<Vdev>(std::move(kids), vid, newest->vdev_guids[id], vc->alloc_end, g));
       continue;
     }
     impl->vdevs.push_back(
@@ -498,7 +560,7 @@ std::vector<DiscoveredPool> DiscoverPools(
       p.vdev_count = c->vdev_guids.size();
     }
     // A mirror's children share its vdev id: each is listed once (by its leaf guid).
-    const uint64_t leaf = c->is_mirror() ? c->leaf_guid : c->vdev_guid;
+    const uint64_t leaf = c->has_children() ? c->leaf_guid : c->vdev_guid;
     if (seen[c->pool_guid].insert(leaf).second) p.vdevs.emplace_back(c->vdev_id, path);
   }
   std::vector<DiscoveredPool> out;

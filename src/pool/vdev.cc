@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "bdev/forwarding_device.h"
+#include "pool/vdev_fanout.h"
 #include "util/check.h"
 
 namespace volstack::pool {
@@ -74,86 +75,6 @@ const char* LeafStateName(LeafState s) {
       return "UNAVAIL";
   }
 }
-
-// Runs jobs on threads of their own, one per child, so a mirror's write reaches every
-// child at once instead of one after the other. A job per child at a time: the caller
-// waits for all before it returns.
-class Vdev::Fanout {
- public:
-  // Runs fn(i) for i in [0, n): i = 0 on the calling thread, the others on helpers.
-  void Run(size_t n, const std::function<void(size_t)>& fn) {
-    if (n <= 1) {
-      if (n == 1) fn(0);
-      return;
-    }
-    struct Done {
-      std::mutex mu;
-      std::condition_variable cv;
-      size_t left;
-    };
-    auto done = std::make_shared<Done>();
-    done->left = n - 1;
-    std::vector<Worker*> workers;
-    {
-      std::lock_guard l(mu_);
-      while (workers_.size() < n - 1) workers_.push_back(std::make_unique<Worker>());
-      for (size_t i = 0; i + 1 < n; i++) workers.push_back(workers_[i].get());
-    }
-    for (size_t i = 1; i < n; i++) {
-      workers[i - 1]->Post([&fn, i, done] {
-        fn(i);
-        std::lock_guard l(done->mu);
-        if (--done->left == 0) done->cv.notify_all();
-      });
-    }
-    fn(0);
-    std::unique_lock l(done->mu);
-    done->cv.wait(l, [&] { return done->left == 0; });
-  }
-
- private:
-  class Worker {
-   public:
-    Worker() : thread_([this] { Loop(); }) {}
-    ~Worker() {
-      {
-        std::lock_guard l(mu_);
-        stop_ = true;
-      }
-      cv_.notify_all();
-      thread_.join();
-    }
-    void Post(std::function<void()> job) {
-      {
-        std::lock_guard l(mu_);
-        jobs_.push_back(std::move(job));
-      }
-      cv_.notify_one();
-    }
-
-   private:
-    void Loop() {
-      std::unique_lock l(mu_);
-      while (true) {
-        cv_.wait(l, [&] { return stop_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;
-        auto job = std::move(jobs_.front());
-        jobs_.pop_front();
-        l.unlock();
-        job();
-        l.lock();
-      }
-    }
-    std::mutex mu_;
-    std::condition_variable cv_;
-    std::deque<std::function<void()>> jobs_;  // GUARDED_BY(mu_)
-    bool stop_ = false;                       // GUARDED_BY(mu_)
-    std::thread thread_;
-  };
-  // Workers are only added, under mu_; concurrent Runs share them (each job is short).
-  std::mutex mu_;
-  std::deque<std::unique_ptr<Worker>> workers_;  // GUARDED_BY(mu_)
-};
 
 // The top-level vdev's data device: writes, write-zeroes and flushes go to every usable
 // child in parallel and succeed when one child's did (a mirror; a failing child is marked
@@ -257,12 +178,43 @@ Vdev::Vdev(std::vector<ChildSpec> children, uint32_t id, uint64_t guid, uint64_t
       id_(id),
       guid_(guid),
       alloc_end_(alloc_end) {
-  for (auto& c : children) children_.push_back(MakeLeaf(std::move(c.device), c.guid, c.path));
+  for (auto& c : children) {
+    children_.push_back(MakeLeaf(std::move(c.device), c.guid, c.path));
+    if (c.offline && children_.back()->device) children_.back()->state = LeafState::kOffline;
+  }
   device_ = std::make_shared<MirrorDevice>(this, "mirror-" + std::to_string(id),
                                            DataGeometry(children_, alloc_end_));
 }
 
+Vdev::Vdev(std::vector<ChildSpec> children, uint32_t id, uint64_t guid, uint64_t alloc_end,
+           const RaidzGeometry& geometry)
+    : mirror_(false),
+      raidz_(geometry),
+      fanout_(std::make_unique<Fanout>()),
+      id_(id),
+      guid_(guid),
+      alloc_end_(alloc_end) {
+  VS_CHECK_OP(geometry.children, ==, children.size());
+  for (auto& c : children) {
+    children_.push_back(MakeLeaf(std::move(c.device), c.guid, c.path));
+    if (c.offline && children_.back()->device) children_.back()->state = LeafState::kOffline;
+  }
+  device_ = MakeRaidzDevice();
+}
+
 Vdev::~Vdev() = default;
+
+std::string Vdev::TypeName() const {
+  if (is_raidz()) return "raidz" + std::to_string(raidz_.parity);
+  return mirror_ ? "mirror" : "disk";
+}
+
+bool Vdev::CanLose(const Leaf& leaf) const {
+  std::shared_lock l(children_mu_);
+  size_t others = 0;
+  for (auto& k : children_) others += &*k != &leaf && k->readable();
+  return is_raidz() ? others >= raidz_.data_cols() : others > 0;
+}
 
 std::vector<LeafPtr> Vdev::children() const {
   std::shared_lock l(children_mu_);
@@ -283,6 +235,7 @@ std::vector<LeafPtr> Vdev::ReadableChildrenLocked(bool include_resilvering) cons
 }
 
 bool Vdev::healthy() const {
+  if (is_raidz()) return StateName() == "ONLINE";
   std::shared_lock l(children_mu_);
   return std::all_of(children_.begin(), children_.end(),
                      [](const LeafPtr& k) { return k->readable(); });
@@ -292,6 +245,10 @@ std::string Vdev::StateName() const {
   std::shared_lock l(children_mu_);
   size_t readable = 0;
   for (auto& k : children_) readable += k->readable();
+  if (is_raidz()) {
+    if (readable == children_.size()) return "ONLINE";
+    return readable >= raidz_.data_cols() ? "DEGRADED" : "UNAVAIL";
+  }
   if (readable == 0) {
     return children_.size() == 1 ? LeafStateName(children_[0]->state.load()) : "UNAVAIL";
   }
@@ -316,6 +273,7 @@ uint64_t Vdev::ChecksumErrors() const {
 
 Status Vdev::ReadVerified(uint64_t offset, std::span<uint8_t> buf, const BlockVerifier& ok,
                           HealCounts* heal, bool count) {
+  if (is_raidz()) return RaidzReadVerified(offset, buf, ok, heal, count);
   std::vector<LeafPtr> kids;
   {
     std::shared_lock l(children_mu_);
@@ -379,6 +337,7 @@ void Vdev::ScrubRun(uint64_t offset, uint64_t length, std::vector<ScrubPiece>& p
 
 void Vdev::ScrubRunImpl(uint64_t offset, uint64_t length, std::vector<ScrubPiece>& pieces,
                         HealCounts* heal, std::vector<uint8_t>* first_good) {
+  if (is_raidz()) return RaidzScrubRun(offset, length, pieces, heal, first_good);
   std::vector<LeafPtr> kids;
   {
     std::shared_lock l(children_mu_);
@@ -421,15 +380,24 @@ void Vdev::ScrubRunImpl(uint64_t offset, uint64_t length, std::vector<ScrubPiece
   }
 }
 
+void Vdev::LeafLabelFields(const Leaf& leaf, LabelConfig& c) const {
+  c.vdev_size = leaf.device->size();
+  if (!mirror_ && !is_raidz()) return;
+  c.leaf_guid = leaf.guid;
+  c.alloc_end = alloc_end_;
+  c.children.clear();
+  for (auto& k : children_) {
+    c.children.push_back({k->guid, k->path, k->state.load() == LeafState::kOffline});
+  }
+  if (is_raidz()) {
+    c.nparity = raidz_.parity;
+    c.sector = raidz_.sector;
+  }
+}
+
 Status Vdev::WriteLeafLabels(Leaf& leaf, const LabelConfig& config, int parity) {
   LabelConfig c = config;
-  c.vdev_size = leaf.device->size();
-  if (mirror_) {
-    c.leaf_guid = leaf.guid;
-    c.alloc_end = alloc_end_;
-    c.children.clear();
-    for (auto& k : children_) c.children.push_back({k->guid, k->path});
-  }
+  LeafLabelFields(leaf, c);
   for (int l = parity; l < kLabelCount; l += 2) {
     const uint64_t off = LabelOffset(leaf.device->size(), l) + kLabelConfigOffset;
     const auto buf = EncodeLabelConfig(c, off);
@@ -451,7 +419,7 @@ Status Vdev::WriteLabelConfigs(const LabelConfig& config, int parity) {
       first = st;
     }
   }
-  if (!mirror_ || ok == 0)
+  if ((!mirror_ && !is_raidz()) || ok == 0)
     return first.ok() && ok == 0 ? Status::IoError("no usable child") : first;
   return Status::Ok();
 }
@@ -466,12 +434,7 @@ Result<uint64_t> Vdev::RepairLabels(const LabelConfig& config) {
       const uint64_t off = LabelOffset(k->device->size(), li) + kLabelConfigOffset;
       if (k->device->Read(off, buf).ok() && DecodeLabelConfig(buf, off).ok()) continue;
       LabelConfig c = config;
-      c.vdev_size = k->device->size();
-      if (mirror_) {
-        c.leaf_guid = k->guid;
-        c.alloc_end = alloc_end_;
-        for (auto& o : children_) c.children.push_back({o->guid, o->path});
-      }
+      LeafLabelFields(*k, c);
       if (k->device->Write(off, EncodeLabelConfig(c, off)).ok()) fixed++;
     }
   }
@@ -494,10 +457,10 @@ Status Vdev::WriteUberblock(const Uberblock& ub) {
       ok += !k->resilvering;
     } else {
       if (first.ok()) first = st;
-      if (mirror_) k->state = LeafState::kFaulted;
+      if (mirror_ || is_raidz()) k->state = LeafState::kFaulted;
     }
   }
-  if (!mirror_) return first;
+  if (!mirror_ && !is_raidz()) return first;
   if (ok == 0) return first.ok() ? Status::IoError("no usable child") : first;
   return Status::Ok();
 }
@@ -525,10 +488,18 @@ Status Vdev::AttachChild(size_t index, bdev::BlockDevicePtr device, uint64_t gui
                          std::string path) {
   std::unique_lock l(children_mu_);
   if (index > children_.size()) return Status::InvalidArgument("no such child");
+  if (is_raidz() && index == children_.size()) {
+    return Status::InvalidArgument("a raidz takes no more children (replace one instead)");
+  }
+  if (is_raidz() && device->logical_block_size() > raidz_.sector) {
+    return Status::InvalidArgument(device->name() + ": sector size above the raidz's " +
+                                   std::to_string(raidz_.sector));
+  }
   if (children_.size() >= 16 && index == children_.size()) {
     return Status::InvalidArgument("a mirror has at most 16 children");
   }
-  if (AllocEnd(device->size()) < alloc_end_) {
+  const uint64_t need = is_raidz() ? raidz_.ChildOffset(alloc_end_) : alloc_end_;
+  if (AllocEnd(device->size()) < need) {
     return Status::InvalidArgument(device->name() + " is too small for vdev " +
                                    std::to_string(id_));
   }
@@ -548,6 +519,11 @@ Status Vdev::DetachChild(uint64_t guid) {
   auto it = std::find_if(children_.begin(), children_.end(),
                          [&](const LeafPtr& k) { return k->guid == guid; });
   if (it == children_.end()) return Status::NotFound("no such device in vdev");
+  if (is_raidz()) {
+    return Status::InvalidArgument(
+        "only a mirror's children can be detached (a raidz child can "
+        "be replaced)");
+  }
   if (!mirror_ || children_.size() < 2) {
     return Status::InvalidArgument("only a mirror's children can be detached");
   }

@@ -1,13 +1,18 @@
 // Vdev: one top-level vdev of a pool (what a DVA's vdev id names) and the label I/O on its
 // leaves (labels, uberblock ring).
 //
-// A top-level vdev is either one leaf device (a plain vdev) or a mirror of 1-16 leaves
-// (children) that all hold the same bytes at the same offsets. Data blocks are read and
+// A top-level vdev is one leaf device (a plain vdev), a mirror of 1-16 leaves (children)
+// that all hold the same bytes at the same offsets, or a raidz of 2-16 leaves with one or
+// two parity columns (raidz.h has its layout; vdev_raidz.cc its I/O). Data blocks are read and
 // written through device(), a MirrorDevice (vdev.cc) over the leaves, each behind a thin
 // layer that counts failed operations (zpool status's READ and WRITE columns): it writes
 // and flushes every child in parallel and reads one (a plain vdev: it forwards). Reads
 // that must be right go through ReadVerified, which tries the other children when a copy
 // does not match its checksum and rewrites the bad copies (self-heal, counted in CKSUM).
+// A raidz's device() is a RaidzDevice (vdev_raidz.cc): writes are split into columns with
+// their parity, reads rebuild the columns of children that cannot be read; ReadVerified
+// rebuilds from parity, trying the combinations of columns that may be bad until the
+// checksum matches, and rewrites the columns found bad.
 //
 // Leaf states (zpool's words): ONLINE; OFFLINE (zpool offline: no I/O until online);
 // FAULTED (a write or flush failed: no I/O until zpool clear or online, its copy may be
@@ -30,6 +35,7 @@
 
 #include "bdev/block_device.h"
 #include "pool/label_format.h"
+#include "pool/raidz.h"
 
 namespace volstack::pool {
 
@@ -76,11 +82,22 @@ class Vdev {
     bdev::BlockDevicePtr device;
     uint64_t guid = 0;
     std::string path;
+    bool offline = false;  // recorded offline in the labels: stays OFFLINE until online
   };
   Vdev(std::vector<ChildSpec> children, uint32_t id, uint64_t guid, uint64_t alloc_end);
+  // A raidz (geometry.children == children.size()). `alloc_end` is the end of its logical
+  // space (raidz.h), fixed for the life of the pool.
+  Vdev(std::vector<ChildSpec> children, uint32_t id, uint64_t guid, uint64_t alloc_end,
+       const RaidzGeometry& geometry);
   ~Vdev();
 
   bool is_mirror() const { return mirror_; }
+  bool is_raidz() const { return raidz_.parity > 0; }
+  const RaidzGeometry& raidz() const { return raidz_; }
+  // zpool status's word: "disk", "mirror", "raidz1" or "raidz2".
+  std::string TypeName() const;
+  // True when the vdev still has every block readable without `leaf` (offline, detach).
+  bool CanLose(const Leaf& leaf) const;
   // Where data blocks are read and written (see the top of this file).
   const bdev::BlockDevicePtr& device() const { return device_; }
   uint32_t id() const { return id_; }
@@ -137,7 +154,8 @@ class Vdev {
   Result<uint64_t> RepairLabels(const LabelConfig& config);
 
   // Replaces child `index` with `device` (RESILVERING until FinishResilver), or appends it
-  // when index == children count (attach). A plain vdev becomes a mirror.
+  // when index == children count (attach). A plain vdev becomes a mirror. A raidz takes
+  // only a replacement (the new child is its column; the old one's bytes are not used).
   Status AttachChild(size_t index, bdev::BlockDevicePtr device, uint64_t guid, std::string path);
   // Removes the child (detach). A mirror keeps at least one readable child.
   Status DetachChild(uint64_t guid);
@@ -153,7 +171,18 @@ class Vdev {
 
  private:
   class MirrorDevice;
+  class RaidzDevice;
   class Fanout;  // runs one job per child in parallel (writes, scrub reads)
+  // Raidz I/O (vdev_raidz.cc). `cols` are the children's extents of [offset, +len).
+  Status RaidzRead(uint64_t offset, std::span<uint8_t> buf);
+  Status RaidzWrite(uint64_t offset, std::span<const uint8_t> buf);
+  Status RaidzReadVerified(uint64_t offset, std::span<uint8_t> buf, const BlockVerifier& ok,
+                           HealCounts* heal, bool count);
+  void RaidzScrubRun(uint64_t offset, uint64_t length, std::vector<ScrubPiece>& pieces,
+                     HealCounts* heal, std::vector<uint8_t>* first_good);
+  bdev::BlockDevicePtr MakeRaidzDevice();
+  // Fills the label fields a leaf of this vdev carries beyond the pool's.
+  void LeafLabelFields(const Leaf& leaf, LabelConfig& c) const;
   Status WriteLeafLabels(Leaf& leaf, const LabelConfig& config, int parity);
   std::vector<LeafPtr> ReadableChildrenLocked(bool include_resilvering) const;
   void ScrubRunImpl(uint64_t offset, uint64_t length, std::vector<ScrubPiece>& pieces,
@@ -162,6 +191,7 @@ class Vdev {
   mutable std::shared_mutex children_mu_;
   std::vector<LeafPtr> children_;  // GUARDED_BY(children_mu_)
   bool mirror_;                    // GUARDED_BY(children_mu_) for writes; read freely
+  RaidzGeometry raidz_;            // parity 0: not a raidz
   std::unique_ptr<Fanout> fanout_;
   bdev::BlockDevicePtr device_;
   uint32_t id_;

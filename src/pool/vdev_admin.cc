@@ -11,7 +11,9 @@
 //
 // Offline and faulted children keep no list of what they missed: when one comes back
 // (online, clear) it is marked RESILVERING and a scan rewrites every block on it.
-// Offline is not recorded in the labels: it lasts until the pool is closed.
+// Offline is recorded in the labels (the child's entry in `children`), written to the
+// children still in use, so a restart or import brings the child back OFFLINE.
+#include <algorithm>
 #include <random>
 
 #include "pool/pool_impl.h"
@@ -53,6 +55,17 @@ Status Refill(PoolImpl& p, Leaf& leaf) {
   return st.code() == EBUSY ? Status::Ok() : st;
 }
 
+// Rewrites the labels with the children's offline states, at a new txg so that they are
+// the newest config an import finds.
+Status RecordStates(PoolImpl& p) {
+  {
+    std::lock_guard l(p.mu);
+    p.mos_dirty = true;
+  }
+  VS_RETURN_IF_ERROR(p.Sync());
+  return p.WriteLabels(PoolState::kActive, p.synced_txg.load());
+}
+
 }  // namespace
 
 Status Pool::Scrub() { return impl_->StartScan(/*resilver=*/false); }
@@ -83,13 +96,10 @@ Status Pool::WaitScan() { return impl_->WaitScan(); }
 Status Pool::Offline(const std::string& device) {
   VS_RETURN_IF_ERROR(Writable(*impl_));
   VS_ASSIGN_OR_RETURN(Found f, FindLeaf(*impl_, device));
-  size_t others = 0;
-  for (auto& k : f.vdev->children()) others += k != f.leaf && k->readable();
-  if (others == 0) {
-    return Status::Busy("no valid replicas");
-  }
+  if (!f.vdev->CanLose(*f.leaf)) return Status::Busy("no valid replicas");
   f.leaf->state = LeafState::kOffline;
-  return Status::Ok();
+  // Recorded in the other children's labels, so an import (a restart) keeps it offline.
+  return RecordStates(*impl_);
 }
 
 Status Pool::Online(const std::string& device) {
@@ -97,8 +107,10 @@ Status Pool::Online(const std::string& device) {
   VS_ASSIGN_OR_RETURN(Found f, FindLeaf(*impl_, device));
   if (!f.leaf->device) return Status::NotFound("device is missing");
   if (f.leaf->state == LeafState::kOnline) return Status::Ok();
+  const bool was_offline = f.leaf->state == LeafState::kOffline;
   f.leaf->state = LeafState::kOnline;
-  return Refill(*impl_, *f.leaf);
+  VS_RETURN_IF_ERROR(Refill(*impl_, *f.leaf));
+  return was_offline ? RecordStates(*impl_) : Status::Ok();
 }
 
 Status Pool::Clear() {
@@ -148,11 +160,18 @@ Status AddChild(Pool& pool, const std::string& existing, bdev::BlockDevicePtr de
     }
   }
   const uint64_t guid = NewGuid();
+  // A raidz's replacement takes the old child's column at once (raidz.h: a column has one
+  // place); a mirror's sits beside the old child until its resilver is done.
+  const bool in_place = replace && f.vdev->is_raidz();
   {
     // No commit writes while the children change: a commit's writes go to the children it
     // found when it started each one, and this one must see every later write.
     std::lock_guard s(p.sync_mu);
-    VS_RETURN_IF_ERROR(f.vdev->AttachChild(f.vdev->children().size(), dev, guid, path));
+    auto kids = f.vdev->children();
+    const size_t index =
+        in_place ? static_cast<size_t>(std::find(kids.begin(), kids.end(), f.leaf) - kids.begin())
+                 : kids.size();
+    VS_RETURN_IF_ERROR(f.vdev->AttachChild(index, dev, guid, path));
   }
   VS_RETURN_IF_ERROR(p.Sync());
   VS_RETURN_IF_ERROR(p.StartScan(/*resilver=*/true));
@@ -160,7 +179,7 @@ Status AddChild(Pool& pool, const std::string& existing, bdev::BlockDevicePtr de
   if (f.vdev->FindChild(std::to_string(guid))->resilvering) {
     return Status::IoError("the resilver of " + path + " did not finish");
   }
-  if (replace) VS_RETURN_IF_ERROR(f.vdev->DetachChild(f.leaf->guid));
+  if (replace && !in_place) VS_RETURN_IF_ERROR(f.vdev->DetachChild(f.leaf->guid));
   return p.WriteLabels(PoolState::kActive, p.synced_txg.load());
 }
 
