@@ -9,7 +9,7 @@
 #      changing a byte of the others: lvm2's own vgcfgbackup before and after is the same
 #      (seqno and header aside), and vgck passes;
 #   3. refuses to activate an unserved LV (one line naming it and its type) and activates
-#      and reads the linear LV;
+#      and reads the linear LV (and the raid1 and mirror LVs, which volstack serves);
 #   4. refuses every change to an unserved LV or its sub-LVs with one error, nothing written.
 source "$(dirname "$0")/lib.sh"
 need_root
@@ -199,10 +199,14 @@ compare_lvs "after rewrites"
 
 echo "== 3. activation"
 if vs vgchange -a y vgx >"$T/act.out" 2>"$T/act.err"; then fail "vgchange -a y should report refusals"; fi
-grep -q "vgx/r1 has segment type raid1" "$T/act.err" || fail "no refusal for r1: $(cat "$T/act.err")"
+grep -q "vgx/r5 has segment type raid5_ls" "$T/act.err" || fail "no refusal for r5: $(cat "$T/act.err")"
 grep -q "vgx/thin1 has segment type thin" "$T/act.err" || fail "no refusal for thin1"
-[ "$(grep -c "vgx/r1 " "$T/act.err")" = 1 ] || fail "r1 refused in more than one line"
+[ "$(grep -c "vgx/r5 " "$T/act.err")" = 1 ] || fail "r5 refused in more than one line"
 vs lvs --noheadings -o lv_attr vgx/lin | grep -q -- "-wi-a-----" || fail "lin not active"
+# raid1 and mirror LVs are served (lvm_raid1_test.sh); their sub-LVs are not.
+grep -q "vgx/r1 \|vgx/m " "$T/act.err" && fail "r1 or m refused: $(cat "$T/act.err")"
+vs lvs --noheadings -o lv_attr vgx/r1 | grep -q -- "rwi-a-r---" || fail "r1 not active"
+vs lvs --noheadings -o lv_attr vgx/m | grep -q -- "mwi-a-m---" || fail "m not active"
 # Data at lin's first PE (lvm2's report says where) reads back through volstack.
 pe_start=$(lvm pvs "${LC[@]}" --noheadings --units b --nosuffix -o pe_start "$B" 2>/dev/null | tr -d ' ')
 first=$(lvm lvs "${LC[@]}" --noheadings -o devices vgx/lin 2>/dev/null | sed -E 's/.*\(([0-9]+)\).*/\1/')
