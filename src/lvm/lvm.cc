@@ -178,10 +178,11 @@ Status Lvm::RemovePv(Pv* pv) {
 Status Lvm::Commit(VolumeGroup vg, const std::string& description,
                    const std::vector<Pv*>& released) {
   if (read_only_) return Status::ReadOnly("LVM session is read-only");
-  VS_RETURN_IF_ERROR(ValidateVg(vg));
+  // Kept LVs first: a change to one is refused naming it, before anything it breaks.
   for (const VgHandle& h : vgs_) {
     if (!vg.id.empty() && h.vg.id == vg.id) VS_RETURN_IF_ERROR(CheckKeptUnchanged(h.vg, vg));
   }
+  VS_RETURN_IF_ERROR(ValidateVg(vg));
   std::vector<Pv*> members;
   for (const auto& pvm : vg.pvs) {
     Pv* found = nullptr;

@@ -115,6 +115,11 @@ struct VolumeGroup {
   uint32_t metadata_copies = 0;
   std::vector<PhysicalVolume> pvs;
   std::vector<LogicalVolume> lvs;
+  // historical_logical_volumes (removed thin LVs lvm2 keeps for lineage, with
+  // record_lvs_history): the section as read, written back byte for byte after
+  // logical_volumes. Its origin/descendants name LVs of `lvs` (or "-name", another historical
+  // LV); ValidateVg refuses a VG in which a named LV is gone.
+  std::optional<ConfigNode> historical_lvs;
 
   uint64_t extent_bytes() const { return uint64_t{extent_size} * kSector; }
   int FindPvById(std::string_view raw_id) const;  // -1 if absent

@@ -6,8 +6,9 @@
 # needed), checked with vgck. Then volstack:
 #   1. lists every LV as lvm2's `lvs -a` does (type, attr, sizes, pool/origin/log columns);
 #   2. rewrites the metadata for other LVs (lvcreate, lvextend, lvremove, pvmove) without
-#      changing a byte of the others: lvm2's own vgcfgbackup before and after is the same
-#      (seqno and header aside), and vgck passes;
+#      changing a byte of the others or of the historical LVs: lvm2's own vgcfgbackup before
+#      and after is the same (seqno and header aside), lvm2's `lvs -H` still lists them, and
+#      vgck passes;
 #   3. refuses to activate an unserved LV (one line naming it and its type) and activates
 #      and reads the linear LV (and the raid1 and mirror LVs, which volstack serves);
 #   4. refuses every change to an unserved LV or its sub-LVs with one error, nothing written.
@@ -132,7 +133,10 @@ HDR
   lv err "$V" 1 'type = "error"'
   lv zer "$V" 1 'type = "zero"'
   lv unk "$V" 1 $'type = "frobnicate"\nknob = 7\nnames = ["a", "b"]'
-  printf '}\n}\n'
+  # Removed thin LVs lvm2 remembers (record_lvs_history): old1 was thin1's origin.
+  printf '}\nhistorical_logical_volumes {\nold1 {\nid = "%s"\ncreation_time = 1796661000\n' "$(uuid old1)"
+  printf 'removal_time = 1796661500\norigin = "-old0"\ndescendants = ["thin1"]\n}\n'
+  printf 'old0 {\nid = "%s"\ncreation_time = 1796660000\nremoval_time = 1796661400\n}\n}\n}\n' "$(uuid old0)"
 }
 
 echo "== restore with lvm2"
@@ -178,6 +182,10 @@ vs lvextend -L +2m vgx/new1 >/dev/null
 vs lvremove -y vgx/new1 >/dev/null
 backup "$T/after"
 diff -u "$T/before" "$T/after" || fail "lvcreate/lvextend/lvremove of another LV changed the VG"
+grep -q $'^\thistorical_logical_volumes {' "$T/after" || fail "no historical LVs in lvm2's backup"
+lvm lvs "${LC[@]}" -H --noheadings -o lv_name vgx 2>/dev/null >"$T/hlvs"
+grep -q -- "-old1" "$T/hlvs" && grep -q -- "-old0" "$T/hlvs" ||
+  fail "lvm2 lists no historical LVs after volstack's rewrites: $(cat "$T/hlvs")"
 lvm vgck "${LC[@]}" vgx 2>/dev/null || fail "vgck after volstack's rewrites"
 # volstack's own backup file restores (through lvm2 and through volstack) to the same VG.
 vs vgcfgbackup -f "$T/vs.backup" vgx >/dev/null
