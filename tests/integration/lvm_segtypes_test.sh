@@ -11,7 +11,8 @@
 #      vgck passes;
 #   3. refuses to activate an unserved LV (one line naming it and its type) and activates
 #      and reads the linear LV (and the raid1 and mirror LVs, which volstack serves);
-#   4. refuses every change to an unserved LV or its sub-LVs with one error, nothing written.
+#   4. refuses every change to an unserved LV or its sub-LVs with one error, nothing written;
+#   5. `lvremove vgx` removes lin, reports each LV it cannot remove in one line, exits non-zero.
 source "$(dirname "$0")/lib.sh"
 need_root
 need_cmd lvm losetup dd cmp sha256sum
@@ -253,4 +254,18 @@ backup "$T/after"
 diff -u "$T/before" "$T/after" || fail "a refused command changed the VG"
 lvm vgck "${LC[@]}" vgx 2>/dev/null || fail "vgck at the end"
 compare_lvs "at the end"
+
+echo "== 5. lvremove of the whole VG removes what it can and reports each LV it cannot"
+if vs lvremove -y vgx >"$T/rm.out" 2>"$T/rm.err"; then fail "lvremove vgx should fail"; fi
+grep -q 'Logical volume "lin" successfully removed' "$T/rm.out" || fail "lin not removed: $(cat "$T/rm.out" "$T/rm.err")"
+for lv in r1 r5 m pool thin1 cached vpool vlv wc ilv err zer unk; do
+  [ "$(grep -c "LV vgx/$lv has segment type" "$T/rm.err")" = 1 ] || fail "no single refusal for $lv: $(cat "$T/rm.err")"
+done
+grep -q "vgx/origin is part of LV vgx/snapshot0" "$T/rm.err" || fail "no refusal for origin"
+lvm lvs "${LC[@]}" -a --noheadings -o lv_name vgx 2>/dev/null | grep -qw lin && fail "lvm2 still lists lin"
+backup "$T/after"
+# (lin's section goes with the blank line before it: squeeze blank runs to compare)
+diff -u <(sed "/^\t\tlin {\$/,/^\t\t}\$/d" "$T/before" | cat -s) <(cat -s "$T/after") ||
+  fail "lvremove vgx changed more than lin"
+lvm vgck "${LC[@]}" vgx 2>/dev/null || fail "vgck after lvremove vgx"
 echo PASS
