@@ -11,7 +11,8 @@
 // does not know) is *kept*: its section is held as read (Segment::kept_items) and written
 // back exactly, so a rewrite of other LVs never changes it. Such an LV, and every LV it
 // names (its sub-LVs: rimage/rmeta, tdata/tmeta, the snapshot's origin and COW, ...), is
-// "unserved" (kept_lvs.h): never activated and never changed.
+// "unserved" (kept_lvs.h): never activated and never changed, except that raid1 and mirror
+// LVs are activated (mirrored_lv.h) while they and their sub-LVs still never change.
 //
 // Units as in the text: extent_size, pe_start, dev_size and stripe_size in 512-byte sectors;
 // extents counted in u32.
