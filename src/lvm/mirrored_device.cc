@@ -496,8 +496,10 @@ Status MirroredDevice::AllLegs(const char* what, Op&& op) {
       continue;
     }
     if (first.ok()) first = s;
+    // When the failure cannot be recorded, the request fails: the leg it reached may be the
+    // only one the next activation trusts.
     Status f = FailLeg(i, s);
-    if (!f.ok() && ok == 0) return f;
+    if (!f.ok()) return f;
   }
   if (ok == 0) {
     return first.ok() ? Status::IoError(name() + ": no live leg to " + what) : first;
