@@ -4,6 +4,7 @@
 #include "cli/device_usage.h"
 #include "cli/lvm_common.h"
 #include "lvm/allocator.h"
+#include "lvm/kept_lvs.h"
 #include "lvm/vg_ops.h"
 #include "util/request_io.h"
 #include "util/size.h"
@@ -376,31 +377,36 @@ int Lvremove(const Context& ctx, const std::vector<std::string>& names) {
     } else {
       targets.push_back(lvname);
     }
+    // Each LV that cannot go (in use, one volstack does not change) is reported and skipped;
+    // the others are removed in one commit, as lvm2 does, and the exit status says not all.
     lvm::VolumeGroup vg = h->vg;
-    bool ok = true;
+    std::vector<std::string> removed;
     for (const auto& t : targets) {
       if (Status busy = CheckNotInUse(ctx, {vgname + "/" + t}); !busy.ok()) {
         rc = Fail("Logical volume " + vgname + "/" + t + " in use (" + busy.message() + ").");
-        ok = false;
         continue;
       }
-      Status s = lvm::RemoveLv(vg, t);
+      lvm::VolumeGroup trial = vg;
+      Status s = lvm::RemoveLv(trial, t);
+      if (s.ok()) s = lvm::CheckKeptUnchanged(h->vg, trial);
       if (!s.ok()) {
         rc = Fail(s);
-        ok = false;
+        continue;
       }
+      vg = std::move(trial);
+      removed.push_back(t);
     }
-    if (!ok || targets.empty()) continue;
+    if (removed.empty()) continue;
     Status s = session->Commit(vg, Description("lvremove", {n}));
     if (!s.ok()) {
       rc = Fail(s);
       continue;
     }
     std::vector<std::string> full;
-    for (const auto& t : targets) full.push_back(vgname + "/" + t);
+    for (const auto& t : removed) full.push_back(vgname + "/" + t);
     Status r = RemoveFromList(ctx, ActiveFile(ctx), full);
     if (!r.ok()) rc = Fail(r);
-    for (const auto& t : targets) Say("Logical volume \"" + t + "\" successfully removed.");
+    for (const auto& t : removed) Say("Logical volume \"" + t + "\" successfully removed.");
   }
   return rc;
 }

@@ -11,6 +11,7 @@
 #include "cli/lvm_report_select.h"
 #include "lvm/allocator.h"
 #include "lvm/kept_lvs.h"
+#include "lvm/mirrored_lv.h"
 #include "lvm/pvmove.h"
 #include "lvm/uuid.h"
 #include "util/request_io.h"
@@ -260,7 +261,11 @@ const std::vector<Field>& Fields() {
       {"move_pv", "Move", Level::kLv, Align::kLeft, [](E, R r) { return MovePv(r); }},
       {"mirror_log", "Log", Level::kLv, Align::kLeft, [](E, R r) { return NamedLv(r, RoleOf(r).log); }},
       {"copy_percent", "Cpy%Sync", Level::kLv, Align::kRight,
-       [](E, R r) {
+       [](E e, R r) {
+         // A served raid1/mirror LV is resynced whole at activation.
+         if (lvm::IsServedMirroredLv(*r.lv) && IsActive(e.ctx, r.vg->vg.name, r.lv->name)) {
+           return std::string("100.00");
+         }
          if (!r.lv->HasStatus("PVMOVE")) return std::string();
          uint64_t moved = 0, total = r.lv->le_count();
          for (const auto& s : r.lv->segments) moved += std::min(s.extents_moved, s.extent_count);
@@ -380,6 +385,28 @@ std::string LvAttr(const Context& ctx, const lvm::VgHandle& vg, const lvm::Logic
   }
   if (mirror) a[6] = 'm';
   if (missing) a[8] = 'p';
+  if (lvm::IsServedMirroredLv(lv)) {
+    // As lvm2: a leg on a missing PV makes the LV partial; a leg its raid superblocks record
+    // as failed (or stale) asks for a refresh.
+    std::vector<bdev::BlockDevicePtr> devs;
+    for (const auto* pv : vg.pvs) devs.push_back(pv ? pv->dev() : nullptr);
+    const auto layout = lvm::MirroredLayoutOf(vg.vg, lv);
+    bool leg_missing = false;
+    if (layout.ok()) {
+      for (const auto& name : layout->images) {
+        const auto* sub = vg.vg.FindLv(name);
+        for (const auto& s : sub ? sub->segments : std::vector<lvm::Segment>{}) {
+          for (const auto& ar : s.areas) leg_missing |= ar.is_pv() && !vg.pvs[ar.pv];
+        }
+      }
+    }
+    if (leg_missing) {
+      a[8] = 'p';
+    } else if (lv.segments[0].type == "raid1" &&
+               lvm::ReadMirroredHealth(vg.vg, lv, devs).degraded()) {
+      a[8] = 'r';
+    }
+  }
   return a;
 }
 

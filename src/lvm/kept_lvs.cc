@@ -2,6 +2,8 @@
 
 #include <deque>
 
+#include "lvm/mirrored_lv.h"
+
 namespace volstack::lvm {
 
 namespace {
@@ -114,8 +116,11 @@ Status CheckKeptUnchanged(const VolumeGroup& before, const VolumeGroup& after) {
     const LogicalVolume* a = before.FindLv(name);
     const LogicalVolume* b = after.FindLv(name);
     if (!b || !SameLv(before, *a, after, *b)) {
+      const LogicalVolume* owner = before.FindLv(u.owner);
+      const bool served = owner && IsServedMirroredLv(*owner);
       return Status::NotSupported(Describe(before, name, u) +
-                                  ", which volstack does not serve: not changed");
+                                  (served ? ", which volstack serves but does not change"
+                                          : ", which volstack does not serve: not changed"));
     }
   }
   return Status::Ok();

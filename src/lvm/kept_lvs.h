@@ -5,8 +5,9 @@
 // logs, thin and cache pools' data and metadata, a snapshot's origin and COW, a cache's
 // origin. Writing to any of them outside the target lvm2 would load (dm-raid, dm-thin,
 // dm-snapshot, ...) corrupts what that target keeps, so volstack neither activates nor
-// changes them: Lvm::Activate refuses them, and Lvm::Commit refuses any VG in which one of
-// them differs from what was read (CheckKeptUnchanged), whichever command made the change.
+// changes them: Lvm::Activate refuses them (raid1 and mirror LVs excepted: it serves them
+// itself, mirrored_lv.h), and Lvm::Commit refuses any VG in which one of them differs from
+// what was read (CheckKeptUnchanged), whichever command made the change.
 //
 // Names are found the generic way: every string in a kept segment that is the name of an
 // LV of the VG. lvm2 refers to sub-LVs only by name, and a type volstack has never seen is

@@ -10,6 +10,7 @@
 
 #include "lvm/kept_lvs.h"
 #include "lvm/lv_device.h"
+#include "lvm/mirrored_lv.h"
 #include "lvm/uuid.h"
 
 namespace volstack::lvm {
@@ -177,10 +178,11 @@ Status Lvm::RemovePv(Pv* pv) {
 Status Lvm::Commit(VolumeGroup vg, const std::string& description,
                    const std::vector<Pv*>& released) {
   if (read_only_) return Status::ReadOnly("LVM session is read-only");
-  VS_RETURN_IF_ERROR(ValidateVg(vg));
+  // Kept LVs first: a change to one is refused naming it, before anything it breaks.
   for (const VgHandle& h : vgs_) {
     if (!vg.id.empty() && h.vg.id == vg.id) VS_RETURN_IF_ERROR(CheckKeptUnchanged(h.vg, vg));
   }
+  VS_RETURN_IF_ERROR(ValidateVg(vg));
   std::vector<Pv*> members;
   for (const auto& pvm : vg.pvs) {
     Pv* found = nullptr;
@@ -319,12 +321,15 @@ Result<bdev::BlockDevicePtr> Lvm::Activate(VgHandle& handle, const std::string& 
     return Status::NotFound("Failed to find logical volume \"" + handle.vg.name + "/" + lv_name +
                             "\"");
   }
-  VS_RETURN_IF_ERROR(CheckServed(handle.vg, lv_name, "activated"));
   std::vector<bdev::BlockDevicePtr> devs;
   for (Pv* pv : handle.pvs) devs.push_back(pv ? pv->dev() : nullptr);
   LvActivation act;
   act.activations = activations_;
   act.partial = partial;
+  // raid1 and mirror LVs are served (degraded when a leg's PV is missing); their sub-LVs and
+  // every other kept type are not.
+  if (IsServedMirroredLv(*lv)) return ActivateMirroredLv(handle.vg, *lv, devs, act);
+  VS_RETURN_IF_ERROR(CheckServed(handle.vg, lv_name, "activated"));
   VS_ASSIGN_OR_RETURN(auto dev, LvDevice::Create(handle.vg, lv_name, devs, act));
   return bdev::BlockDevicePtr(std::move(dev));
 }

@@ -27,10 +27,12 @@
 // Activation. An active LV is an LvDevice (lv_device.h): a BlockDevice that remaps each
 // request onto the PV devices without copying.
 //
-// Segment types volstack does not serve (raid, mirror LVs, snapshot, thin, cache, vdo, ...)
+// Segment types volstack does not change (raid, mirror LVs, snapshot, thin, cache, vdo, ...)
 // are kept as read (metadata.h). Their LVs and sub-LVs are unserved (kept_lvs.h): Activate
-// refuses them, and Commit refuses a VG in which any of them differs from the VG as read, so
-// no command can change them while the rest of the VG is used as usual.
+// refuses them, except raid1 and mirror LVs, which it serves as a MirroredDevice
+// (mirrored_lv.h; their sub-LVs are still refused), and Commit refuses a VG in which any of
+// them differs from the VG as read, so no command can change them while the rest of the VG
+// is used as usual.
 //
 // Threads: an Lvm session is used by one thread (the command, or the daemon task holding
 // the VG). LvDevices it creates are thread-safe and outlive it (they own their PV devices).

@@ -179,6 +179,23 @@ Status ValidateVg(const VolumeGroup& vg) {
       }
     }
   }
+  // Historical LVs name live LVs (their thin descendants or origin) without the '-' that
+  // marks another historical LV: lvm2 refuses the VG when one of those is gone.
+  if (vg.historical_lvs) {
+    for (const auto& h : vg.historical_lvs->children) {
+      if (!h.is_section) continue;
+      for (const auto& item : h.children) {
+        if (item.key != "origin" && item.key != "descendants") continue;
+        for (const auto& v : item.values) {
+          if (v.type != ConfigValue::Type::kString || v.text.starts_with("-")) continue;
+          if (!vg.FindLv(v.text)) {
+            return bad("historical LV " + h.key + " names LV " + v.text +
+                       ", which is not in the VG");
+          }
+        }
+      }
+    }
+  }
   return Status::Ok();
 }
 

@@ -11,7 +11,8 @@
 // does not know) is *kept*: its section is held as read (Segment::kept_items) and written
 // back exactly, so a rewrite of other LVs never changes it. Such an LV, and every LV it
 // names (its sub-LVs: rimage/rmeta, tdata/tmeta, the snapshot's origin and COW, ...), is
-// "unserved" (kept_lvs.h): never activated and never changed.
+// "unserved" (kept_lvs.h): never activated and never changed, except that raid1 and mirror
+// LVs are activated (mirrored_lv.h) while they and their sub-LVs still never change.
 //
 // Units as in the text: extent_size, pe_start, dev_size and stripe_size in 512-byte sectors;
 // extents counted in u32.
@@ -115,6 +116,11 @@ struct VolumeGroup {
   uint32_t metadata_copies = 0;
   std::vector<PhysicalVolume> pvs;
   std::vector<LogicalVolume> lvs;
+  // historical_logical_volumes (removed thin LVs lvm2 keeps for lineage, with
+  // record_lvs_history): the section as read, written back byte for byte after
+  // logical_volumes. Its origin/descendants name LVs of `lvs` (or "-name", another historical
+  // LV); ValidateVg refuses a VG in which a named LV is gone.
+  std::optional<ConfigNode> historical_lvs;
 
   uint64_t extent_bytes() const { return uint64_t{extent_size} * kSector; }
   int FindPvById(std::string_view raw_id) const;  // -1 if absent

@@ -171,6 +171,8 @@ void EmitVg(Emitter& e, const VolumeGroup& vg) {
     e.Close();
     e.Blank();
   }
+  // lvm2's _print_historical_lvs: right after logical_volumes and its blank line.
+  if (vg.historical_lvs) e.Raw(*vg.historical_lvs);
   e.Close();
 }
 

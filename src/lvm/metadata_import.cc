@@ -292,6 +292,10 @@ Result<VolumeGroup> ImportVgText(std::string_view text) {
       vg.lvs.push_back(std::move(*lv));
     }
   }
+  if (const ConfigNode* h = v->FindSection("historical_logical_volumes")) {
+    vg.historical_lvs = *h;
+    vg.historical_lvs->blank_before = false;  // the writer puts lvm2's blank line there
+  }
   if (Status s = ValidateVg(vg); !s.ok()) return Status::Corruption(s.message());
   VS_RETURN_IF_ERROR(CheckSizes(vg));
   return vg;

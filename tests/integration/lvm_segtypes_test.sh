@@ -6,11 +6,13 @@
 # needed), checked with vgck. Then volstack:
 #   1. lists every LV as lvm2's `lvs -a` does (type, attr, sizes, pool/origin/log columns);
 #   2. rewrites the metadata for other LVs (lvcreate, lvextend, lvremove, pvmove) without
-#      changing a byte of the others: lvm2's own vgcfgbackup before and after is the same
-#      (seqno and header aside), and vgck passes;
+#      changing a byte of the others or of the historical LVs: lvm2's own vgcfgbackup before
+#      and after is the same (seqno and header aside), lvm2's `lvs -H` still lists them, and
+#      vgck passes;
 #   3. refuses to activate an unserved LV (one line naming it and its type) and activates
-#      and reads the linear LV;
-#   4. refuses every change to an unserved LV or its sub-LVs with one error, nothing written.
+#      and reads the linear LV (and the raid1 and mirror LVs, which volstack serves);
+#   4. refuses every change to an unserved LV or its sub-LVs with one error, nothing written;
+#   5. `lvremove vgx` removes lin, reports each LV it cannot remove in one line, exits non-zero.
 source "$(dirname "$0")/lib.sh"
 need_root
 need_cmd lvm losetup dd cmp sha256sum
@@ -132,7 +134,10 @@ HDR
   lv err "$V" 1 'type = "error"'
   lv zer "$V" 1 'type = "zero"'
   lv unk "$V" 1 $'type = "frobnicate"\nknob = 7\nnames = ["a", "b"]'
-  printf '}\n}\n'
+  # Removed thin LVs lvm2 remembers (record_lvs_history): old1 was thin1's origin.
+  printf '}\nhistorical_logical_volumes {\nold1 {\nid = "%s"\ncreation_time = 1796661000\n' "$(uuid old1)"
+  printf 'removal_time = 1796661500\norigin = "-old0"\ndescendants = ["thin1"]\n}\n'
+  printf 'old0 {\nid = "%s"\ncreation_time = 1796660000\nremoval_time = 1796661400\n}\n}\n}\n' "$(uuid old0)"
 }
 
 echo "== restore with lvm2"
@@ -178,6 +183,10 @@ vs lvextend -L +2m vgx/new1 >/dev/null
 vs lvremove -y vgx/new1 >/dev/null
 backup "$T/after"
 diff -u "$T/before" "$T/after" || fail "lvcreate/lvextend/lvremove of another LV changed the VG"
+grep -q $'^\thistorical_logical_volumes {' "$T/after" || fail "no historical LVs in lvm2's backup"
+lvm lvs "${LC[@]}" -H --noheadings -o lv_name vgx 2>/dev/null >"$T/hlvs"
+grep -q -- "-old1" "$T/hlvs" && grep -q -- "-old0" "$T/hlvs" ||
+  fail "lvm2 lists no historical LVs after volstack's rewrites: $(cat "$T/hlvs")"
 lvm vgck "${LC[@]}" vgx 2>/dev/null || fail "vgck after volstack's rewrites"
 # volstack's own backup file restores (through lvm2 and through volstack) to the same VG.
 vs vgcfgbackup -f "$T/vs.backup" vgx >/dev/null
@@ -199,10 +208,14 @@ compare_lvs "after rewrites"
 
 echo "== 3. activation"
 if vs vgchange -a y vgx >"$T/act.out" 2>"$T/act.err"; then fail "vgchange -a y should report refusals"; fi
-grep -q "vgx/r1 has segment type raid1" "$T/act.err" || fail "no refusal for r1: $(cat "$T/act.err")"
+grep -q "vgx/r5 has segment type raid5_ls" "$T/act.err" || fail "no refusal for r5: $(cat "$T/act.err")"
 grep -q "vgx/thin1 has segment type thin" "$T/act.err" || fail "no refusal for thin1"
-[ "$(grep -c "vgx/r1 " "$T/act.err")" = 1 ] || fail "r1 refused in more than one line"
+[ "$(grep -c "vgx/r5 " "$T/act.err")" = 1 ] || fail "r5 refused in more than one line"
 vs lvs --noheadings -o lv_attr vgx/lin | grep -q -- "-wi-a-----" || fail "lin not active"
+# raid1 and mirror LVs are served (lvm_raid1_test.sh); their sub-LVs are not.
+grep -q "vgx/r1 \|vgx/m " "$T/act.err" && fail "r1 or m refused: $(cat "$T/act.err")"
+vs lvs --noheadings -o lv_attr vgx/r1 | grep -q -- "rwi-a-r---" || fail "r1 not active"
+vs lvs --noheadings -o lv_attr vgx/m | grep -q -- "mwi-a-m---" || fail "m not active"
 # Data at lin's first PE (lvm2's report says where) reads back through volstack.
 pe_start=$(lvm pvs "${LC[@]}" --noheadings --units b --nosuffix -o pe_start "$B" 2>/dev/null | tr -d ' ')
 first=$(lvm lvs "${LC[@]}" --noheadings -o devices vgx/lin 2>/dev/null | sed -E 's/.*\(([0-9]+)\).*/\1/')
@@ -241,4 +254,18 @@ backup "$T/after"
 diff -u "$T/before" "$T/after" || fail "a refused command changed the VG"
 lvm vgck "${LC[@]}" vgx 2>/dev/null || fail "vgck at the end"
 compare_lvs "at the end"
+
+echo "== 5. lvremove of the whole VG removes what it can and reports each LV it cannot"
+if vs lvremove -y vgx >"$T/rm.out" 2>"$T/rm.err"; then fail "lvremove vgx should fail"; fi
+grep -q 'Logical volume "lin" successfully removed' "$T/rm.out" || fail "lin not removed: $(cat "$T/rm.out" "$T/rm.err")"
+for lv in r1 r5 m pool thin1 cached vpool vlv wc ilv err zer unk; do
+  [ "$(grep -c "LV vgx/$lv has segment type" "$T/rm.err")" = 1 ] || fail "no single refusal for $lv: $(cat "$T/rm.err")"
+done
+grep -q "vgx/origin is part of LV vgx/snapshot0" "$T/rm.err" || fail "no refusal for origin"
+lvm lvs "${LC[@]}" -a --noheadings -o lv_name vgx 2>/dev/null | grep -qw lin && fail "lvm2 still lists lin"
+backup "$T/after"
+# (lin's section goes with the blank line before it: squeeze blank runs to compare)
+diff -u <(sed "/^\t\tlin {\$/,/^\t\t}\$/d" "$T/before" | cat -s) <(cat -s "$T/after") ||
+  fail "lvremove vgx changed more than lin"
+lvm vgck "${LC[@]}" vgx 2>/dev/null || fail "vgck after lvremove vgx"
 echo PASS
