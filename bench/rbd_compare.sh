@@ -4,6 +4,10 @@
 # at queue depth 4 (rbd bench's --io-threads; volstack's caller threads, each one request in
 # flight), writes then reads, interleaved for ROUNDS rounds (default 3). Prints the median
 # ops/sec per case and the ratio volstack/rbd-bench (>= 1: volstack is as fast).
+# Both sides run librbd with the same cache settings: the rbd tool turns
+# rbd_cache_writethrough_until_flush off for itself, and so does RbdDevice (rbd_device.cc),
+# so writes are acknowledged by librbd's cache on both; the rand4k-write-nocache case runs
+# both with rbd_cache=false (every write one OSD round trip), the device's own overhead.
 #   bench/rbd_compare.sh BUILD_DIR [CEPH_CONF] [ROUNDS]
 # Without CEPH_CONF a throwaway cluster is started (scripts/ceph-test-cluster.sh) and stopped.
 set -euo pipefail
@@ -32,25 +36,30 @@ timeout -k 5 300 rbd -c "$CONF" bench --io-type write --io-size 4M --io-threads 
   --io-pattern seq "rbd/$img" >/dev/null
 
 declare -A ops
-run() {  # run CASE TYPE PATTERN SIZE THREADS TOTAL
-  local out
-  out=$(timeout -k 5 300 rbd -c "$CONF" bench --io-type "$2" --io-pattern "$3" --io-size "$4" \
-    --io-threads "$5" --io-total "$6" "rbd/$img" | tail -n 1)
+run() {  # run CASE TYPE PATTERN SIZE THREADS TOTAL [CEPH_OPTION=VALUE]
+  local out opt=() name_opt=""
+  if [ -n "${7:-}" ]; then
+    opt=("--${7%%=*}=${7#*=}")
+    name_opt=":$7"
+  fi
+  out=$(timeout -k 5 300 rbd -c "$CONF" "${opt[@]}" bench --io-type "$2" --io-pattern "$3" \
+    --io-size "$4" --io-threads "$5" --io-total "$6" "rbd/$img" | tail -n 1)
   ops[$1.rbd]+="$(echo "$out" | sed -n 's/.*ops\/sec: *\([0-9.]*\).*/\1/p') "
-  out=$(timeout -k 5 300 "$IO" "rbd:rbd/$img:conf=$CONF" "$2" "$3" "$4" "$5" "$6")
+  out=$(timeout -k 5 300 "$IO" "rbd:rbd/$img:conf=$CONF$name_opt" "$2" "$3" "$4" "$5" "$6")
   ops[$1.vs]+="$(echo "$out" | sed -n 's/.*ops\/sec: *\([0-9.]*\).*/\1/p') "
 }
 for ((r = 0; r < ROUNDS; r++)); do
   run rand4k-write write rand 4096 32 64M
+  run rand4k-write-nocache write rand 4096 32 32M rbd_cache=false
   run rand4k-read read rand 4096 32 64M
   run seq1m-write write seq 1048576 4 256M
   run seq1m-read read seq 1048576 4 256M
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-printf "%-14s %12s %12s %8s\n" case rbd-bench volstack ratio
-for c in rand4k-write rand4k-read seq1m-write seq1m-read; do
+printf "%-22s %12s %12s %8s\n" case rbd-bench volstack ratio
+for c in rand4k-write rand4k-write-nocache rand4k-read seq1m-write seq1m-read; do
   a=$(echo "${ops[$c.rbd]}" | median)
   b=$(echo "${ops[$c.vs]}" | median)
-  printf "%-14s %12.1f %12.1f %8.2f\n" "$c" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN {print b / a}')"
+  printf "%-22s %12.1f %12.1f %8.2f\n" "$c" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN {print b / a}')"
 done
 echo "ops/sec, median of $ROUNDS; ratio = volstack / rbd bench; load: $(uptime | sed 's/.*load/load/')"

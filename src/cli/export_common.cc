@@ -10,6 +10,8 @@
 
 #include "export/devfs.h"
 #include "export/loop_bindings.h"
+#include "remote/rbd_device.h"
+#include "remote/remote_device.h"
 #include "util/file_util.h"
 #include "util/request_io.h"
 #include "util/state_file.h"
@@ -17,6 +19,14 @@
 namespace volstack::cli {
 
 std::pair<std::string, std::string> SplitExportArg(const std::string& arg) {
+  if (remote::IsRemoteDeviceName(arg)) {
+    // Its '=' belong to the name (rbd:P/I:conf=PATH, a URI's query): never NAME=DEVICE,
+    // which would open the conf file instead. An image is exported as POOL/IMAGE[@SNAP].
+    if (auto n = remote::ParseRbdName(arg); n.ok()) {
+      return {n->pool + "/" + n->image + (n->snap.empty() ? "" : "@" + n->snap), arg};
+    }
+    return {arg, arg};
+  }
   const size_t eq = arg.find('=');
   if (eq != std::string::npos && eq > 0) return {arg.substr(0, eq), arg.substr(eq + 1)};
   if (!arg.empty() && (arg.front() == '/' || arg.front() == '.')) {

@@ -15,8 +15,9 @@ void RegisterLosetupVerb(CLI::App& app, Context& ctx);  // export_losetup.cc
 void RegisterNbdVerb(CLI::App& app, Context& ctx);      // export_nbd.cc
 
 // "NAME=PATH" -> {NAME, PATH}; a path -> {its basename, the path}; a volstack device name
-// -> {name, name}. The first is the exported name (devfs file, NBD export), the second what
-// OpenDeviceByName opens.
+// -> {name, name}; an rbd: name (whose options hold '=') -> {POOL/IMAGE[@SNAP], name}, a
+// remote URI -> {uri, uri}. The first is the exported name (devfs file, NBD export), the second
+// what OpenDeviceByName opens.
 std::pair<std::string, std::string> SplitExportArg(const std::string& arg);
 
 // The devfs mount point for --devfs (empty: the default for the state dir).

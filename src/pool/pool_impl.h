@@ -80,6 +80,11 @@ struct SyncContext {
   std::unique_ptr<CacheFill> cache_fill;
   uint64_t data_bytes = 0;   // data blocks written (TxgStats)
   uint64_t early_bytes = 0;  // of those, adopted from early writes
+  // Blocks allocated with no owner (space map, MOS): in no allocs set, since they are not
+  // in the space map; a failed commit gives them back (commit_undo.cc).
+  std::vector<Dva> meta_allocs;
+  // The commit has started writing uberblocks: the txg may be durable on some label.
+  bool uberblocks_started = false;
 
   // `lsize`: the block's logical size when it is stored compressed (0: size).
   Result<Dva> Allocate(uint64_t size, Volume* owner, uint64_t lsize = 0);
@@ -211,11 +216,24 @@ class PoolImpl {
   // Export or destroy found no device open: none may open from then on (OpenVolume).
   bool leaving = false;  // GUARDED_BY(mu)
   std::atomic<bool> closed{false};
-  // A txg commit or an early flush failed: the pool is suspended.
+  // A txg commit or an early flush failed: the pool is suspended. A failed commit is undone
+  // in memory (UndoCommitLocked), so `zpool clear` can commit again once the devices answer
+  // (Resume); commit_undo.cc has the theory.
   std::atomic<bool> failed{false};
   Status SuspendedError() const {
-    return Status::IoError("pool " + name + " is suspended after a failed commit or flush");
+    return Status::IoError("pool " + name + " is suspended after a failed commit or flush" +
+                           " (zpool clear resumes it once its devices answer)");
   }
+  // GUARDED_BY(sync_mu): why a resume is impossible (the failed commit could not be undone
+  // in memory); empty when `zpool clear` may resume the pool.
+  std::string unresumable;
+  // sync_mu held, in a commit that failed: puts the pool back as it was before the commit
+  // (allocations, frees, the volumes' trees and dirty data), or records why it cannot.
+  void UndoCommitLocked(SyncContext& ctx, const std::vector<std::shared_ptr<Volume>>& vols,
+                        bool others_changed);
+  // Resumes a suspended pool: commits its dirty data again. An error (the pool stays
+  // suspended) when the devices still fail or the failed commit could not be undone.
+  Status Resume();
   std::atomic<uint64_t> dirty_bytes{0};
   // The indirect blocks the dirty data will make commits write, at most (Volume::
   // CountDirtyLocked): what ReserveDirty keeps room for beyond the data.

@@ -318,9 +318,10 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // `device` names a leaf by its path or guid (as zpool status shows it). Offline/online
   // stop and restart I/O to a mirror's child (online also clears a FAULTED one; a scrub
   // heals what it missed); Clear resets the error counters and the error list and brings
-  // FAULTED children back. Replace swaps a child for `new_device` and resilvers it;
-  // Attach adds `new_device` beside `existing` (making or widening a mirror) and resilvers;
-  // Detach removes a mirror's child.
+  // FAULTED children back; on a SUSPENDED pool it first commits the dirty data again once
+  // every vdev answers (an error, the pool still suspended, while one does not). Replace swaps a
+  // child for `new_device` and resilvers it; Attach adds `new_device` beside `existing` (making or
+  // widening a mirror) and resilvers; Detach removes a mirror's child.
   Status Offline(const std::string& device);
   Status Online(const std::string& device);
   Status Clear();

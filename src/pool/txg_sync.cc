@@ -26,7 +26,8 @@
 //      buffers back to their volumes; drop the log records this txg holds.
 //
 // A failure at any step suspends the pool (failed = true): later writes and syncs return
-// EIO; what is on disk is the previous txg, intact.
+// EIO; what is on disk is the previous txg, intact. The commit is undone in memory
+// (commit_undo.cc), so `zpool clear` can commit the same dirty data again.
 #include <malloc.h>
 
 #include <algorithm>
@@ -40,6 +41,7 @@ namespace volstack::pool {
 
 Result<Dva> SyncContext::Allocate(uint64_t size, Volume* owner, uint64_t lsize) {
   VS_ASSIGN_OR_RETURN(Dva dva, pool->AllocateLocked(size));
+  if (owner == nullptr) meta_allocs.push_back(dva);
   if (owner != nullptr) {
     VS_CHECK(allocs[dva.vdev].Add(dva.offset, dva.asize()));
     VS_CHECK(pool->live[dva.vdev].Add(dva.offset, dva.asize()));
@@ -267,7 +269,8 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
   ctx.allocs.resize(vdevs.size());
   ctx.frees.resize(vdevs.size());
   auto fail = [&](const Status& st) {
-    failed = true;
+    failed = true;  // first: no reader may see the tree while it is put back
+    UndoCommitLocked(ctx, vols, !destroyed.empty() || !snap_ops.empty());
     cv.notify_all();
     return st.WithContext("pool " + name + ": commit of txg " + std::to_string(txg));
   };
@@ -364,6 +367,7 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
   ub.pool_guid = pool_guid;
   ub.vdev_count = vdevs.size();
   ub.rootbp = new_mos;
+  ctx.uberblocks_started = true;
   for (auto& v : vdevs) {
     if (Status st = v->WriteUberblock(ub); !st.ok()) return fail(st);
   }

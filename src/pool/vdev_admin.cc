@@ -1,5 +1,6 @@
-// Changing the vdevs of an open pool: scrub control, offline/online/clear, and the
-// children of mirrors (attach, replace, detach).
+// Changing the vdevs of an open pool: scrub control, offline/online/clear (which also
+// resumes a suspended pool: commit_undo.cc), and the children of mirrors (attach, replace,
+// detach).
 //
 // Attach and replace add the new device as a RESILVERING child (written by every commit
 // from then on, read by nobody), commit a txg (so data written early to the old children
@@ -114,6 +115,9 @@ Status Pool::Online(const std::string& device) {
 }
 
 Status Pool::Clear() {
+  // A suspended pool commits its dirty data again first (commit_undo.cc); an error leaves
+  // it suspended and the counters as they were.
+  if (!impl_->read_only) VS_RETURN_IF_ERROR(impl_->Resume());
   VS_RETURN_IF_ERROR(Writable(*impl_));
   {
     std::lock_guard l(impl_->error_mu);

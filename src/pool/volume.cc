@@ -565,6 +565,10 @@ Status Volume::SyncTree(SyncContext& ctx) {
   // syncing_ is only read by others now; this thread is its only writer-to-be (FinishSync).
   const ChecksumType cksum = checksum_type();
   const CompressionSetting comp = compression();
+  undo_ = SyncUndo{};
+  undo_.txg = ctx.txg;
+  undo_.used = used_.load();
+  undo_.lused = lused_.load();
   // Blocks written early (early_write.cc) are adopted: their space and checksum are ready.
   std::map<uint64_t, EarlyBlock> early = TakeEarlyForSyncLocked();
   // Received blocks with their stored form (WriteStored) are stored as they came.
@@ -668,6 +672,7 @@ Status Volume::SyncTree(SyncContext& ctx) {
   }
 
   std::lock_guard l(tree_mu_);
+  SaveTreeForUndoLocked();
   std::vector<std::set<uint64_t>> dirty(phys_.levels + 2);
   for (uint64_t key : grown_dirty_) dirty[key >> 56].insert(key & ((uint64_t{1} << 56) - 1));
   grown_dirty_.clear();

@@ -169,6 +169,15 @@ class Volume {
   // block the block cache's copies may still read: cache_fill.h). Adds the dirty bytes
   // released to *released.
   Buf FinishSync(uint64_t* released, const uint8_t* withhold = nullptr);
+  // A commit that failed (commit_undo.cc; sync_mu held): the tree, `used` and the dirty
+  // data become what they were before SyncTree of txg `txg` (the syncing map goes back
+  // into the open map, under newer writes), and every early copy is given back, so the
+  // next commit writes everything again. False (nothing changed) when the tree cannot be
+  // put back (grown during the commit).
+  bool UndoSyncLocked(uint64_t txg, uint64_t* released);
+  // Gives back every early copy of the open map (a resume: a failed flush may have lost
+  // them), once the early writes in flight end (sync_mu held).
+  void DropEarlyCopiesLocked();
   // Frees every block of the tree (destroy). Reads indirect blocks only.
   Status FreeTree(SyncContext& ctx);
   // Calls fn for every non-hole pointer in the tree (indirect ones before their children).
@@ -268,6 +277,8 @@ class Volume {
   IndirectCache::iterator UncacheLocked(IndirectCache::iterator it);
   // Sets pointer i of a cached indirect block, charging a change of its form.
   void SetPointerLocked(Indirect& ind, uint32_t i, const BlockPtr& bp);
+  // SyncTree, tree_mu_ held, before it changes the tree: fills undo_'s tree part.
+  void SaveTreeForUndoLocked();
 
   // Early writes (early_write.cc). A block written early: the buffer whose bytes went out
   // (identity: a buffer changed or replaced since is not this one) and its pointer.
@@ -339,6 +350,20 @@ class Volume {
   DatasetPhys synced_;   // GUARDED_BY(tree_mu_): synced_phys(); its root is the tree on disk
   IndirectCache cache_;  // GUARDED_BY(tree_mu_)
   std::set<uint64_t> grown_dirty_;  // GUARDED_BY(tree_mu_): new roots made by Grow
+
+  // What SyncTree of txg `txg` changed, saved for UndoSyncLocked (sync_mu). `tree`: the
+  // tree part was reached (root, synced entry and Grow's new roots saved).
+  struct SyncUndo {
+    uint64_t txg = 0;
+    uint64_t used = 0, lused = 0;
+    bool tree = false;
+    BlockPtr root;
+    DatasetPhys synced;
+    uint32_t levels = 0;
+    uint64_t volsize = 0;
+    std::vector<std::pair<uint64_t, std::vector<BlockPtr>>> grown;  // key, its pointers
+  };
+  SyncUndo undo_;  // GUARDED_BY(pool's sync_mu)
 };
 
 }  // namespace volstack::pool

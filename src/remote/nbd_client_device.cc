@@ -24,8 +24,12 @@
 // operation and the range. There is no reconnection: a device whose connection broke fails
 // every later request, and the layer above (a pool marks the vdev faulted) decides.
 //
-// Simplifications: no connect timeout (libnbd has none; a server that accepts and never
-// answers blocks Open), no TLS options beyond what the URI carries (nbds:// with
+// Connecting (TCP or Unix connect, TLS, the handshake) runs through libnbd's asynchronous
+// API and gives up after NbdClientOptions::connect_timeout (libnbd's synchronous connect
+// has no bound: a server that accepts and never answers would block Open, and `volstack
+// up` with it, forever).
+//
+// Simplifications: no TLS options beyond what the URI carries (nbds:// with
 // tls-psk-file= or tls-certificates= works as libnbd parses it).
 #include "remote/nbd_client_device.h"
 
@@ -33,6 +37,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 namespace volstack::remote {
@@ -58,18 +63,36 @@ void CloseAll(std::vector<nbd_handle*>& handles) {
   handles.clear();
 }
 
-Result<nbd_handle*> Connect(const std::string& uri) {
+Result<nbd_handle*> Connect(const std::string& uri, std::chrono::milliseconds timeout) {
   nbd_handle* h = nbd_create();
   if (h == nullptr) return LibnbdError("nbd: " + uri);
+  auto fail = [&](Status s) {
+    nbd_close(h);
+    return s;
+  };
   // The URI is the administrator's (typed on the command line or recorded from it), so its
   // tls-psk-file= and tls-certificates= may name local files.
   if (nbd_set_uri_allow_local_file(h, true) == -1 ||
       nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1 ||
-      nbd_connect_uri(h, uri.c_str()) == -1) {
-    Status s = LibnbdError("nbd: cannot connect to " + uri);
-    nbd_close(h);
-    return s;
+      nbd_aio_connect_uri(h, uri.c_str()) == -1) {
+    return fail(LibnbdError("nbd: cannot connect to " + uri));
   }
+  // libnbd's synchronous connect has no timeout: the handshake runs here, step by step,
+  // until the deadline.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (nbd_aio_is_connecting(h) == 1) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return fail(Status::FromErrno(
+          ETIMEDOUT, "nbd: cannot connect to " + uri + ": the server did not finish the " +
+                         "handshake within " + std::to_string(timeout.count()) + " ms"));
+    }
+    if (nbd_poll(h, static_cast<int>(std::min<int64_t>(left.count(), 1000))) == -1) {
+      return fail(LibnbdError("nbd: cannot connect to " + uri));
+    }
+  }
+  if (nbd_aio_is_ready(h) != 1) return fail(LibnbdError("nbd: cannot connect to " + uri));
   return h;
 }
 
@@ -86,7 +109,7 @@ Result<std::shared_ptr<NbdClientDevice>> NbdClientDevice::Open(const std::string
                                                                const NbdClientOptions& options) {
   if (!IsNbdUri(uri)) return Status::InvalidArgument("'" + uri + "' is not an NBD URI");
   std::vector<nbd_handle*> handles;
-  VS_ASSIGN_OR_RETURN(nbd_handle * first, Connect(uri));
+  VS_ASSIGN_OR_RETURN(nbd_handle * first, Connect(uri, options.connect_timeout));
   handles.push_back(first);
   const int64_t size = nbd_get_size(first);
   if (size < 0) {
@@ -125,7 +148,7 @@ Result<std::shared_ptr<NbdClientDevice>> NbdClientDevice::Open(const std::string
   const bool can_flush = nbd_can_flush(first) == 1;
   if (nbd_can_multi_conn(first) == 1) {
     for (unsigned i = 1; i < options.connections; i++) {
-      auto h = Connect(uri);
+      auto h = Connect(uri, options.connect_timeout);
       if (!h.ok()) {
         CloseAll(handles);
         return h.status();

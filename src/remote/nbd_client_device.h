@@ -5,6 +5,7 @@
 // requests run on up to `connections` libnbd handles in parallel.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -25,12 +26,15 @@ struct NbdClientOptions {
   bool read_only = false;
   // Connections opened when the server allows several (CAN_MULTI_CONN); else one.
   unsigned connections = 4;
+  // Each connection's connect and handshake give up after this (ETIMEDOUT).
+  std::chrono::milliseconds connect_timeout{10000};
 };
 
 class NbdClientDevice final : public bdev::BlockDevice {
  public:
-  // Connects to `uri`. A refused connection, an unknown export or a bad URI is one error
-  // naming the URI; nothing stays open on failure.
+  // Connects to `uri`. A refused connection, an unknown export, a bad URI or a server that
+  // does not finish the handshake within connect_timeout is one error naming the URI;
+  // nothing stays open on failure.
   static Result<std::shared_ptr<NbdClientDevice>> Open(const std::string& uri,
                                                        const NbdClientOptions& options = {});
   ~NbdClientDevice() override;

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,6 +135,35 @@ TEST(NbdClientDeviceTest, GeometryMultiConnAndDataSeenByAnotherClient) {
   std::vector<uint8_t> back(data.size());
   ASSERT_TRUE((*b)->Read(1 << 20, back).ok());
   EXPECT_EQ(back, data);
+}
+
+// A server that accepts the connection and never answers: Open gives up after the connect
+// timeout with one error, instead of blocking forever in libnbd's handshake.
+TEST(NbdClientDeviceTest, ASilentServerTimesOutWithOneError) {
+  char dir[] = "/tmp/nbd_client_test.XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/silent.sock";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 8), 0);  // the kernel completes connects; nobody ever writes
+  NbdClientOptions o;
+  o.connect_timeout = std::chrono::milliseconds(300);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string uri = "nbd+unix:///?socket=" + path;
+  auto d = NbdClientDevice::Open(uri, o);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), ETIMEDOUT) << d.status().ToString();
+  EXPECT_NE(d.status().message().find(uri), std::string::npos) << d.status().ToString();
+  EXPECT_NE(d.status().message().find("300 ms"), std::string::npos) << d.status().ToString();
+  EXPECT_LT(took, std::chrono::seconds(3));
 }
 
 TEST(NbdClientDeviceTest, ReadOnlyExportIsReadOnly) {
