@@ -4,7 +4,7 @@
 #      the pool, not "not found" (and lvcreate changes nothing); once the pool is free,
 #      lvcreate works;
 #   2. `nbd serve` option errors are one line with one "nbd:" prefix, no errno text.
-# The holder of the pool is `flock` on its vdev file (what a second volstack command
+# The holder of the pool is a process holding flock on its vdev file (what a second volstack command
 # holding the pool looks like), killed by PID at exit.
 source "$(dirname "$0")/lib.sh"
 need_cmd flock
@@ -16,7 +16,8 @@ vs pvcreate trunk/v >/dev/null
 vs vgcreate vg trunk/v >/dev/null
 
 # 1. The pool is busy: its VG is busy, not missing.
-flock -x "$T/a" sleep 30 &
+# One process holds the lock (fd 9, then exec): killing it frees the vdev.
+(exec 9<"$T/a" && flock -x 9 && exec sleep 30) &
 HOLDER=$!
 on_exit_kill "$HOLDER"
 for _ in $(seq 50); do
@@ -30,7 +31,7 @@ grep -qx '  Volume group "vg" is busy: trunk/v, which may hold its PVs, is in us
 grep -q "not found" "$T/expect_fail.err" && fail "busy VG still said not found: $(cat "$T/expect_fail.err")"
 [ "$(sha256sum <"$T/a")" = "$before" ] || fail "a refused lvcreate wrote to the pool"
 kill "$HOLDER"
-wait "$HOLDER" 2>/dev/null
+wait "$HOLDER" 2>/dev/null || true
 vs lvcreate -n lv1 -L 4M vg >/dev/null || fail "lvcreate once the pool is free"
 expect_fail vs lvcreate -n lv2 -L 4M nosuchvg
 grep -qx '  Volume group "nosuchvg" not found' "$T/expect_fail.err" ||
