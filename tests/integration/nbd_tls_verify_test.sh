@@ -25,7 +25,7 @@ serve() {
   on_exit_kill "$(cat "$st/nbd.pid")"
 }
 T10="timeout 10"
-truncate -s 16M "$T/vol.img"
+truncate -s 16M "$T/vol.img" "$T/vol2.img"
 head -c 4M /dev/urandom >"$T/data"
 
 # A CA (signs the server and the good client), another CA (signs the bad client).
@@ -86,7 +86,7 @@ if $T10 nbdcopy "$(uri anon)" "$T/out.anon" 2>"$T/anon.err"; then
 fi
 [ -s "$T/out.anon" ] && fail "a client without a certificate read data"
 for _ in $(seq 20); do [ -s "$log" ] && break; sleep 0.1; done
-grep -qx "volstack: nbd: client 127.0.0.1:[0-9]*: client refused: it sent no TLS certificate (--tls-verify-peer)" "$log" ||
+grep -qx "volstack: nbd: client 127.0.0.1:[0-9]*: client refused: it sent no TLS certificate signed by ca-cert.pem (--tls-verify-peer)" "$log" ||
   fail "no clear log line for a client without a certificate: $(cat "$log")"
 [ "$(wc -l <"$log")" = 1 ] || fail "more than one log line: $(cat "$log")"
 : >"$log"
@@ -95,14 +95,15 @@ if $T10 nbdcopy "$(uri bad)" "$T/out.bad" 2>"$T/bad.err"; then
 fi
 [ -s "$T/out.bad" ] && fail "a client with another CA's certificate read data"
 for _ in $(seq 20); do [ -s "$log" ] && break; sleep 0.1; done
-grep -qx "volstack: nbd: client 127.0.0.1:[0-9]*: client refused: its TLS certificate is not signed by ca-cert.pem (.*)" "$log" ||
+# (GnuTLS clients send only a certificate of a CA the server names, so this one sends none.)
+grep -qxE "volstack: nbd: client 127.0.0.1:[0-9]*: client refused: (it sent no TLS certificate signed by ca-cert.pem \(--tls-verify-peer\)|its TLS certificate is not signed by ca-cert.pem \(.*\))" "$log" ||
   fail "no clear log line for another CA's client: $(cat "$log")"
 [ "$(wc -l <"$log")" = 1 ] || fail "more than one log line: $(cat "$log")"
 $T10 nbdinfo "$(uri good)" >/dev/null || fail "the good client is no longer served"
 
 # 4. Without the option, a client without a certificate is served.
 PORT2=$(free_port)
-serve "$T/s2" --bind "127.0.0.1:$PORT2" --tls-certificates "$T/pki" vol="$T/vol.img"
+serve "$T/s2" --bind "127.0.0.1:$PORT2" --tls-certificates "$T/pki" vol="$T/vol2.img"
 $T10 nbdinfo "nbds://127.0.0.1:$PORT2/vol?tls-certificates=$T/anon" >/dev/null ||
   fail "without --tls-verify-peer a client without a certificate was refused"
 echo PASS

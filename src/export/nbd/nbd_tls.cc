@@ -181,10 +181,12 @@ Result<std::unique_ptr<TlsSession>> TlsCredentials::Handshake(int fd) const {
     r = gnutls_handshake(s);
   } while (r < 0 && gnutls_error_is_fatal(r) == 0);
   if (r >= 0) return session;
-  // TLS 1.3 says CERTIFICATE_REQUIRED, TLS 1.2 NO_CERTIFICATE_FOUND.
+  // TLS 1.3 says CERTIFICATE_REQUIRED, TLS 1.2 NO_CERTIFICATE_FOUND. A client holding only
+  // another CA's certificate sends none: the server's request names the CAs it accepts.
   if (verify_peer_ && (r == GNUTLS_E_NO_CERTIFICATE_FOUND || r == GNUTLS_E_CERTIFICATE_REQUIRED)) {
     return Status::FromErrno(EACCES,
-                             "client refused: it sent no TLS certificate (--tls-verify-peer)");
+                             "client refused: it sent no TLS certificate signed by ca-cert.pem "
+                             "(--tls-verify-peer)");
   }
   if (verify_peer_ && r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
     std::string why = "not trusted";
