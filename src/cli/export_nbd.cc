@@ -1,5 +1,6 @@
 // volstack nbd serve [--socket PATH | --bind HOST:PORT] [-r] [--foreground]
-//                    [--tls=off|on|require] [--tls-psk FILE | --tls-certificates DIR]
+//                    [--tls=off|on|require] [--tls-psk FILE | --tls-certificates DIR
+//                    [--tls-verify-peer]]
 //                    [--max-connections N] [--handshake-limit SECONDS] NAME...
 // volstack nbd stop (-a | LISTENER...)
 // volstack nbd list
@@ -45,6 +46,7 @@ struct NbdArgs {
   std::string tls;
   std::string tls_psk;
   std::string tls_certificates;
+  bool tls_verify_peer = false;
   uint64_t max_connections = 64;
   uint64_t handshake_limit = 10;
   std::vector<std::string> names;
@@ -94,6 +96,7 @@ int RunNbdServe(Context& ctx, const NbdArgs& args) {
   record.tls = args.tls;
   record.tls_psk = Absolute(args.tls_psk);
   record.tls_certificates = Absolute(args.tls_certificates);
+  record.tls_verify_peer = args.tls_verify_peer;
   record.max_connections = args.max_connections;
   record.handshake_limit = args.handshake_limit;
   for (const auto& arg : args.names) {
@@ -123,7 +126,8 @@ int RunNbdServe(Context& ctx, const NbdArgs& args) {
   }
   // Bad TLS or limit settings are refused before any device is opened or anything recorded.
   auto options = stack::NbdServerOptionsOf(record);
-  if (!options.ok()) return ReportUsage("nbd serve: " + options.status().message());
+  // The message names the option at fault and starts with "nbd: " already.
+  if (!options.ok()) return ReportUsage(options.status().message());
   if (!ctx.stack().live()) return ServeStandalone(ctx, args, record, *options);
   auto address = ctx.stack().nbd().Serve(record);
   if (!address.ok()) return ReportFailure(address.status().WithContext("nbd serve"));
@@ -223,6 +227,8 @@ void RegisterNbdVerb(CLI::App& app, Context& ctx) {
   serve->add_option("--tls-psk", args->tls_psk, "TLS pre-shared keys file (psktool's format)");
   serve->add_option("--tls-certificates", args->tls_certificates,
                     "TLS X.509 directory: server-cert.pem, server-key.pem, ca-cert.pem");
+  serve->add_flag("--tls-verify-peer", args->tls_verify_peer,
+                  "X.509: serve only clients whose certificate ca-cert.pem signs");
   serve
       ->add_option("--max-connections", args->max_connections,
                    "Clients served at once; more are refused (default 64)")

@@ -27,6 +27,16 @@ int Fail(const std::string& message, int code) {
 
 int Fail(const Status& status, int code) { return Fail(status.message(), code); }
 
+std::string VgNotFound(const lvm::Lvm& session, const std::string& vg) {
+  std::string busy;
+  for (const auto& e : session.scan_errors()) {
+    if (e.status.code() == EBUSY) busy += (busy.empty() ? "" : ", ") + e.device;
+  }
+  if (busy.empty()) return "Volume group \"" + vg + "\" not found";
+  return "Volume group \"" + vg + "\" is busy: " + busy +
+         ", which may hold its PVs, is in use by another process";
+}
+
 void Say(const std::string& message) { std::fprintf(Out(), "  %s\n", message.c_str()); }
 
 std::vector<std::string> ReadListFile(const std::string& path) {

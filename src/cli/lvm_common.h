@@ -27,6 +27,10 @@ inline constexpr int kLvmInvalid = 3;
 
 // Prints "  <message>" on stderr, as lvm2 does, and returns `code`.
 int Fail(const std::string& message, int code = kLvmFailed);
+// lvm2's "Volume group "VG" not found", or, when the session could not open a device
+// because another process holds it (EBUSY: a pool volume whose pool is in use), that the
+// VG is busy and which device.
+std::string VgNotFound(const lvm::Lvm& session, const std::string& vg);
 int Fail(const Status& status, int code = kLvmFailed);
 // "  <message>" on stdout.
 void Say(const std::string& message);

@@ -176,7 +176,7 @@ int Lvcreate(const Context& ctx, const LvcreateArgs& a, const std::vector<std::s
   std::vector<std::string> pv_names(a.positional.begin() + 1, a.positional.end());
   auto session = OpenSession(ctx, false, pv_names);
   lvm::VgHandle* h = session->FindVg(vgname);
-  if (!h) return Fail("Volume group \"" + vgname + "\" not found");
+  if (!h) return Fail(VgNotFound(*session, vgname));
   if (h->partial()) return Fail("Cannot change VG " + vgname + " while PVs are missing.");
   lvm::VolumeGroup vg = h->vg;
   auto pvs = PvIndexes(*session, vg, pv_names);
@@ -249,7 +249,7 @@ int Lvresize(const Context& ctx, const LvresizeArgs& a, bool extend,
   std::vector<std::string> pv_names(a.positional.begin() + 1, a.positional.end());
   auto session = OpenSession(ctx, false, pv_names);
   lvm::VgHandle* h = session->FindVg(vgname);
-  if (!h) return Fail("Volume group \"" + vgname + "\" not found");
+  if (!h) return Fail(VgNotFound(*session, vgname));
   if (h->partial()) return Fail("Cannot change VG " + vgname + " while PVs are missing.");
   lvm::VolumeGroup vg = h->vg;
   const lvm::LogicalVolume* lv = vg.FindLv(lvname);
@@ -340,7 +340,7 @@ int Lvrename(const Context& ctx, const std::vector<std::string>& args) {
   if (from.empty()) return Fail("Old and new logical volume names required", kLvmInvalid);
   auto session = OpenSession(ctx, false);
   lvm::VgHandle* h = session->FindVg(vgname);
-  if (!h) return Fail("Volume group \"" + vgname + "\" not found");
+  if (!h) return Fail(VgNotFound(*session, vgname));
   lvm::VolumeGroup vg = h->vg;
   Status s = lvm::RenameLv(vg, from, to);
   if (!s.ok()) return Fail(s, s.code() == EINVAL ? kLvmInvalid : kLvmFailed);
@@ -365,7 +365,7 @@ int Lvremove(const Context& ctx, const std::vector<std::string>& names) {
     auto [vgname, lvname] = SplitLvName(n);
     lvm::VgHandle* h = session->FindVg(vgname);
     if (!h) {
-      Fail("Volume group \"" + vgname + "\" not found");
+      Fail(VgNotFound(*session, vgname));
       rc = Fail("Cannot process volume group " + vgname);
       continue;
     }

@@ -87,7 +87,7 @@ int Vgs(const Context& ctx, const ReportArgs& a) {
   }
   for (const auto& n : a.names) {
     if (!lvm->FindVg(n)) {
-      Fail("Volume group \"" + n + "\" not found");
+      Fail(VgNotFound(*lvm, n));
       rc = Fail("Cannot process volume group " + n);
     }
   }
@@ -207,7 +207,7 @@ int Vgdisplay(const Context& ctx, const std::vector<std::string>& names) {
   int rc = kLvmOk;
   for (const auto& n : names) {
     if (!lvm->FindVg(n)) {
-      Fail("Volume group \"" + n + "\" not found");
+      Fail(VgNotFound(*lvm, n));
       rc = Fail("Cannot process volume group " + n);
     }
   }

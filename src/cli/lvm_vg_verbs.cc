@@ -77,7 +77,7 @@ int Vgextend(const Context& ctx, const std::string& vgname, const std::vector<st
   if (pvnames.empty()) return Fail("Please enter physical volume(s)", kLvmInvalid);
   auto session = OpenSession(ctx, false, pvnames);
   lvm::VgHandle* h = session->FindVg(vgname);
-  if (!h) return Fail("Volume group \"" + vgname + "\" not found");
+  if (!h) return Fail(VgNotFound(*session, vgname));
   if (h->partial()) return Fail("Cannot change VG " + vgname + " while PVs are missing.");
   lvm::VolumeGroup vg = h->vg;
   auto pvs = OrphanPvs(ctx, *session, pvnames);
@@ -152,7 +152,7 @@ int Vgreduce(const Context& ctx, const VgreduceArgs& a, const std::vector<std::s
   }
   auto session = OpenSession(ctx, false, a.pvs);
   lvm::VgHandle* h = session->FindVg(a.vg);
-  if (!h) return Fail("Volume group \"" + a.vg + "\" not found");
+  if (!h) return Fail(VgNotFound(*session, a.vg));
   lvm::VolumeGroup vg = h->vg;
   std::vector<lvm::Pv*> released;
   std::vector<std::string> removed_names, removed_lvs;
@@ -205,7 +205,7 @@ int Vgremove(const Context& ctx, const std::vector<std::string>& names, bool for
   for (const auto& n : names) {
     lvm::VgHandle* h = session->FindVg(n);
     if (!h) {
-      Fail("Volume group \"" + n + "\" not found");
+      Fail(VgNotFound(*session, n));
       rc = Fail("Cannot process volume group " + n);
       continue;
     }
@@ -251,7 +251,7 @@ int Vgrename(const Context& ctx, const std::string& from, const std::string& to,
       if (lvm::FormatId(v.vg.id) == from) h = &v;
     }
   }
-  if (!h) return Fail("Volume group \"" + from + "\" not found");
+  if (!h) return Fail(VgNotFound(*session, from));
   if (session->FindVg(to)) return Fail("New volume group \"" + to + "\" already exists");
   if (h->partial()) return Fail("Cannot change VG " + from + " while PVs are missing.");
   lvm::VolumeGroup vg = h->vg;
@@ -299,7 +299,7 @@ int Vgchange(const Context& ctx, const VgchangeArgs& a) {
   for (const auto& n : a.vgs) {
     lvm::VgHandle* h = session->FindVg(n);
     if (!h) {
-      Fail("Volume group \"" + n + "\" not found");
+      Fail(VgNotFound(*session, n));
       rc = Fail("Cannot process volume group " + n);
       continue;
     }
@@ -339,7 +339,7 @@ int Vgck(const Context& ctx, const std::vector<std::string>& names, bool update)
   }
   for (const auto& n : names) {
     if (!session->FindVg(n)) {
-      Fail("Volume group \"" + n + "\" not found");
+      Fail(VgNotFound(*session, n));
       rc = Fail("Cannot process volume group " + n);
     }
   }
@@ -386,7 +386,7 @@ int Vgcfgbackup(const Context& ctx, const std::vector<std::string>& names,
   }
   for (const auto& n : names) {
     if (!session->FindVg(n)) {
-      Fail("Volume group \"" + n + "\" not found");
+      Fail(VgNotFound(*session, n));
       rc = Fail("Cannot process volume group " + n);
     }
   }

@@ -149,7 +149,7 @@ int PrintStatus(const Context& ctx) {
       }
     } else if (auto opened = poolcli::OpenPool(ctx, entry.name, /*read_only=*/true); !opened.ok()) {
       p["health"] = "UNAVAIL";
-      p["reason"] = opened.status().ToString();
+      p["reason"] = opened.status().message();
     } else {
       live = *opened;
     }

@@ -135,12 +135,58 @@ Result<CheckReport> CheckPool(Pool& pool, bool verify_data) {
     }
   }
   for (const auto& bp : p.sm_bps) meta[bp.dva[0].vdev].Add(bp.dva[0].offset, bp.dva[0].asize());
+  for (const auto& [t, bps] : p.defer_bps) {
+    for (const auto& bp : bps) meta[bp.dva[0].vdev].Add(bp.dva[0].offset, bp.dva[0].asize());
+  }
   if (!p.mos_bp.IsHole()) {
     meta[p.mos_bp.dva[0].vdev].Add(p.mos_bp.dva[0].offset, p.mos_bp.dva[0].asize());
   }
+  uint64_t deferred_total = 0;
   for (const auto& [txg, dvas] : p.deferred) {
     for (const Dva& d : dvas) {
       if (!deferred[d.vdev].Add(d.offset, d.asize())) err("deferred free listed twice");
+      deferred_total += d.asize();
+    }
+  }
+  if (deferred_total != p.deferred_bytes) err("deferred_bytes counter disagrees with the lists");
+  // The MOS on disk lists the deferred frees in memory (defer_map.h).
+  if (!p.mos_bp.IsHole()) {
+    buf.resize(p.mos_bp.lsize);
+    auto mos = p.ReadBlock(p.mos_bp, buf.data()).ok() ? DecodeMos(buf)
+                                                      : Result<MosPhys>(Status::Corruption("read"));
+    if (!mos.ok()) {
+      err("MOS: " + mos.status().ToString());
+    } else {
+      std::map<uint64_t, std::vector<RangeSet>> on_disk;
+      for (const auto& list : mos->deferred) {
+        auto& sets = on_disk[list.txg];
+        sets.resize(n);
+        for (const auto& bp : list.blocks) {
+          buf.resize(bp.lsize);
+          auto recs = p.ReadBlock(bp, buf.data()).ok()
+                          ? DecodeSpaceMapBlock(buf)
+                          : Result<std::vector<SpaceMapEntry>>(Status::Corruption("read"));
+          if (!recs.ok()) {
+            err("deferred frees: " + recs.status().ToString());
+            continue;
+          }
+          for (const auto& e : *recs) {
+            if (e.vdev >= n || !sets[e.vdev].Add(e.offset, e.length))
+              err("deferred frees: bad record");
+          }
+        }
+      }
+      // Each extent in memory is in its txg's list on disk (an import leaves out of a list
+      // what a claimed log block holds: defer_map.h).
+      bool equal = true;
+      for (const auto& [txg, dvas] : p.deferred) {
+        auto it = on_disk.find(txg);
+        for (const Dva& d : dvas) {
+          equal = equal && it != on_disk.end() && it->second[d.vdev].Contains(d.offset, d.asize());
+        }
+      }
+      for (const auto& [txg, sets] : on_disk) equal = equal && p.deferred.count(txg);
+      if (!equal) err("deferred frees in the MOS != deferred frees in memory");
     }
   }
   // Intent logs: every block a chain holds is accounted exactly once (zil_manager.cc).

@@ -40,6 +40,14 @@ std::vector<uint8_t> EncodeMos(const MosPhys& mos) {
   j["datasets"] = std::move(ds);
   if (mos.compressed) j["compressed"] = true;
   for (const auto& bp : mos.space_map) bps.push_back(&bp);
+  if (!mos.deferred.empty()) {
+    nlohmann::json defer = nlohmann::json::array();
+    for (const auto& l : mos.deferred) {
+      defer.push_back({{"txg", l.txg}, {"nbp", l.blocks.size()}});
+      for (const auto& bp : l.blocks) bps.push_back(&bp);
+    }
+    j["defer"] = std::move(defer);
+  }
   const std::string text = j.dump();
   std::vector<uint8_t> out(24 + bps.size() * kBlkptrSize + text.size(), 0);
   const bool v3 = std::any_of(mos.datasets.begin(), mos.datasets.end(),
@@ -48,10 +56,11 @@ std::vector<uint8_t> EncodeMos(const MosPhys& mos) {
     return d.props.count("resume:toguid") > 0;  // a resumable partial receive (receive.cc)
   });
   // The version written is the highest one an active feature needs (mos_format.h).
-  EncodeLE64(out.data(), mos.compressed ? kMosMagicV5
-                         : v4           ? kMosMagicV4
-                         : v3           ? kMosMagic
-                                        : kMosMagicV2);
+  EncodeLE64(out.data(), !mos.deferred.empty() ? kMosMagicV6
+                         : mos.compressed      ? kMosMagicV5
+                         : v4                  ? kMosMagicV4
+                         : v3                  ? kMosMagic
+                                               : kMosMagicV2);
   EncodeLE64(out.data() + 8, mos.txg);
   EncodeLE32(out.data() + 16, static_cast<uint32_t>(bps.size()));
   EncodeLE32(out.data() + 20, static_cast<uint32_t>(text.size()));
@@ -69,7 +78,8 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
         "supported by this volstack, which reads version 2; recreate the pool");
   }
   const uint64_t magic = DecodeLE64(block.data());
-  if (magic != kMosMagicV5 && magic != kMosMagicV4 && magic != kMosMagic && magic != kMosMagicV2) {
+  if (magic != kMosMagicV6 && magic != kMosMagicV5 && magic != kMosMagicV4 && magic != kMosMagic &&
+      magic != kMosMagicV2) {
     return bad("no magic");
   }
   MosPhys mos;
@@ -89,13 +99,34 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
     mos.props = j.at("props").get<std::map<std::string, std::string>>();
     mos.next_id = j.at("next_id").get<uint64_t>();
     const uint64_t nsm = j.at("nsm").get<uint64_t>();
+    if (nsm > nbp) return bad("pointer count mismatch");
     mos.compressed = j.contains("compressed") && j.at("compressed").get<bool>();
-    if (mos.compressed != (magic == kMosMagicV5)) {
+    if (magic != kMosMagicV6 && mos.compressed != (magic == kMosMagicV5)) {
       return bad("compressed blocks and format version disagree");
+    }
+    uint64_t ndefer = 0;
+    if (j.contains("defer")) {
+      const auto& defer = j.at("defer");
+      if (!defer.is_array() || defer.empty()) return bad("defer is not a list");
+      for (const auto& l : defer) {
+        DeferListPhys d;
+        d.txg = l.at("txg").get<uint64_t>();
+        const uint64_t k = l.at("nbp").get<uint64_t>();
+        if (k == 0 || k > nbp || d.txg > mos.txg ||
+            (!mos.deferred.empty() && d.txg <= mos.deferred.back().txg)) {
+          return bad("deferred frees list");
+        }
+        d.blocks.resize(k);  // filled from the pointers below
+        ndefer += k;
+        mos.deferred.push_back(std::move(d));
+      }
+    }
+    if (mos.deferred.empty() == (magic == kMosMagicV6)) {
+      return bad("deferred frees and format version disagree");
     }
     const auto& ds = j.at("datasets");
     if (!ds.is_array()) return bad("datasets is not a list");
-    if (ds.size() + nsm != nbp) return bad("pointer count mismatch");
+    if (ds.size() + nsm + ndefer != nbp) return bad("pointer count mismatch");
     for (const auto& e : ds) {
       DatasetPhys d;
       d.id = e.at("id").get<uint64_t>();
@@ -137,9 +168,18 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
       }
       mos.datasets.push_back(std::move(d));
     }
-    for (uint64_t i = ds.size(); i < nbp; i++) {
+    for (uint64_t i = ds.size(); i < ds.size() + nsm; i++) {
       if (bps[i].IsHole() || bps[i].type != BlockType::kSpaceMap) return bad("space map pointer");
       mos.space_map.push_back(bps[i]);
+    }
+    uint64_t i = ds.size() + nsm;
+    for (auto& l : mos.deferred) {
+      for (auto& bp : l.blocks) {
+        if (bps[i].IsHole() || bps[i].type != BlockType::kSpaceMap) {
+          return bad("deferred frees pointer");
+        }
+        bp = bps[i++];
+      }
     }
   } catch (const std::exception& e) {
     return bad(std::string("bad directory: ") + e.what());

@@ -17,6 +17,8 @@
 //                            "zil":{guid,seq,vdev,asize,offset,floor} (only when a log
 //                            exists: zil_format.h), "origin":S (v3, a clone's origin
 //                            snapshot)}], "nsm":K}
+//            "defer":[{"txg":T,"nbp":k}] (v6: each txg's deferred frees, oldest first;
+//            their blocks' pointers follow the space-map blocks', in this order)
 //            A v3 directory also lists snapshots: entries named "pool/vol@snap" whose
 //            root is the volume's root as of create_txg (their txg), read-only.
 //
@@ -54,7 +56,11 @@ namespace volstack::pool {
 // with "resume:" properties: receive.cc), written only while one exists.
 // 5 adds compressed blocks (compress.h) and each dataset's "lused"; a MOS is written as
 // version 5 from the first compressed block on (MosPhys::compressed).
+// 6 adds the persisted deferred frees (defer_map.h): written while any txg's deferred
+// frees are listed, which, as every commit frees the MOS before it, is from a pool's
+// second txg on.
 // Versions are ordered: a MOS is written as the highest version any active feature needs.
+inline constexpr uint64_t kMosMagicV6 = 0x06000053534f4d53ull;  // "SMOS\0\0\0\6"
 inline constexpr uint64_t kMosMagicV5 = 0x05000053534f4d53ull;  // "SMOS\0\0\0\5"
 inline constexpr uint64_t kMosMagicV4 = 0x04000053534f4d53ull;  // "SMOS\0\0\0\4"
 inline constexpr uint64_t kMosMagic = 0x03000053534f4d53ull;    // "SMOS\0\0\0\3"
@@ -89,6 +95,14 @@ struct DatasetPhys {
   bool operator==(const DatasetPhys&) const = default;
 };
 
+// One txg's deferred frees (defer_map.h): space-map blocks whose records, all frees, are
+// the extents that txg freed; they become allocatable once txg + kTxgDefer is durable.
+struct DeferListPhys {
+  uint64_t txg = 0;
+  std::vector<BlockPtr> blocks;
+  bool operator==(const DeferListPhys&) const = default;
+};
+
 struct MosPhys {
   uint64_t txg = 0;
   std::map<std::string, std::string> props;
@@ -98,6 +112,8 @@ struct MosPhys {
   // Compressed blocks may exist (version 5): set by the first compressed block written and
   // kept from then on, as ZFS's lz4_compress feature stays active once used.
   bool compressed = false;
+  // The deferred frees not yet allocatable, oldest txg first (version 6 while non-empty).
+  std::vector<DeferListPhys> deferred;
   bool operator==(const MosPhys&) const = default;
 };
 

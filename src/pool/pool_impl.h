@@ -36,8 +36,11 @@ class PoolImpl;
 inline constexpr const char* kScrubbingProp = "scrubbing";
 
 // Frees of txg N become allocatable once txg N + kTxgDefer is durable, so the last
-// kTxgDefer + 1 uberblocks stay importable (rewind after a damaged newest tree).
-inline constexpr uint64_t kTxgDefer = 2;
+// kTxgDefer + 1 uberblocks stay importable: import -F can rewind kTxgDefer txgs, also
+// across imports, as the lists are stored with the MOS (defer_map.h). Three, one more than
+// OpenZFS's TXG_DEFER_SIZE: a CLI command without a daemon is an import of its own that
+// commits a txg or two, so the rewind reaches back over the last few commands.
+inline constexpr uint64_t kTxgDefer = 3;
 // Consecutive bytes allocated on one vdev before moving to the next (striping).
 inline constexpr uint64_t kStripeUnit = 1 << 20;
 inline constexpr uint64_t kRewindRunBytes = 1 << 20;  // PoolImpl::cursor
@@ -299,6 +302,30 @@ class PoolImpl {
   std::vector<BlockPtr> sm_bps;                   // GUARDED_BY(sync_mu)
   BlockPtr mos_bp;                                // GUARDED_BY(sync_mu)
   std::map<uint64_t, std::vector<Dva>> deferred;  // GUARDED_BY(sync_mu): txg -> frees
+  // Deferred frees made durable (defer_map.h). GUARDED_BY(sync_mu): txg -> the blocks
+  // holding its list, named by the MOS until the list is released.
+  std::map<uint64_t, std::vector<BlockPtr>> defer_bps;
+  std::atomic<uint64_t> deferred_bytes{0};    // in `deferred`
+  std::vector<uint64_t> deferred_vdev_bytes;  // GUARDED_BY(sync_mu): the same per vdev
+  // The free space reported (zfs's `available` counts deferred frees as free).
+  uint64_t FreeWithDeferred() const { return free_bytes.load() + deferred_bytes.load(); }
+  // Whether txg `txg` releases the frees of txg `freed` (sync_mu held).
+  bool ReleasesLocked(uint64_t freed, uint64_t txg) const {
+    return freed + kTxgDefer <= txg && (scan_pin_txg == 0 || freed < scan_pin_txg);  // scan.cc
+  }
+  // Commit, before the MOS (sync_mu held): adds `old_meta` and the blocks of the lists this
+  // txg releases to ctx.deferred, writes it as this txg's list into `*written` and sets
+  // `*lists` to what the new MOS names.
+  Status WriteDeferredLocked(SyncContext& ctx, const std::vector<BlockPtr>& old_meta,
+                             std::vector<BlockPtr>* written, std::vector<DeferListPhys>* lists);
+  // Commit, once txg is durable: keeps ctx.deferred as txg's list and releases the lists
+  // txg releases.
+  void ReleaseDeferredLocked(SyncContext& ctx, std::vector<BlockPtr> written);
+  // Import: `mos`'s lists, read and taken out of `free` (after the intent-log claims);
+  // `meta`: the MOS and space-map blocks. Corruption if one overlaps allocated space.
+  Status LoadDeferred(const MosPhys& mos, const std::vector<BlockPtr>& meta);
+  // Import: the first txg of this session is last_txg + 1 (past every txg seen).
+  void RebaseDeferred(uint64_t last_txg);
   // GUARDED_BY(sync_mu): the newest txg that freed blocks of a tree or a log (not only the
   // metadata every commit replaces). Its frees wait until txg + kTxgDefer is durable.
   uint64_t last_free_txg = 0;

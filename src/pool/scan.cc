@@ -253,6 +253,9 @@ void PoolImpl::RunScan(bool resilver) {
     scan_pin_txg = synced_txg.load() + 1;
     roots.push_back({"", mos_bp});
     for (const auto& bp : sm_bps) roots.push_back({"", bp});
+    for (const auto& [t, bps] : defer_bps) {
+      for (const auto& bp : bps) roots.push_back({"", bp});  // deferred frees (defer_map.h)
+    }
     std::lock_guard l(mu);
     for (auto& [n, v] : volumes) roots.push_back({n, v->synced_phys().root});
     for (auto& [n, v] : snapshots) roots.push_back({n, v->synced_phys().root});

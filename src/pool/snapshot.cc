@@ -451,9 +451,9 @@ Result<DatasetInfo> Pool::Clone(const std::string& snapshot, const std::string& 
     const uint64_t refres =
         r == "auto" ? FullReservation(p, phys.volsize, phys.volblocksize) : std::stoull(r);
     const uint64_t slop = std::max<uint64_t>(p.total_size() / 32, 1 << 20);
-    if (refres > phys.used && p.free_bytes.load() < refres - phys.used +
-                                                        p.unused_reservation.load() + slop +
-                                                        p.PendingDirty()) {
+    if (refres > phys.used && p.FreeWithDeferred() < refres - phys.used +
+                                                         p.unused_reservation.load() + slop +
+                                                         p.PendingDirty()) {
       return Status::NoSpace("cannot create '" + name + "': out of space");
     }
     phys.id = p.next_id++;

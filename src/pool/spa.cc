@@ -13,7 +13,9 @@
 // tree, because:
 //   - live blocks are never overwritten: allocation only hands out free space;
 //   - a block freed in txg N is handed out again only after txg N + kTxgDefer is durable,
-//     so the last kTxgDefer + 1 trees stay intact on disk (import can rewind to them).
+//     so the last kTxgDefer + 1 trees stay intact on disk (import can rewind to them); the
+//     lists of those frees are stored with the MOS, so this holds across imports
+//     (defer_map.h).
 // Import (spa_import.cc) picks the newest uberblock whose checksum, MOS and space map
 // verify and whose volume roots read back; it reads metadata only. Since a valid uberblock
 // always names a flushed tree, taking an older one means damage: it is refused unless the
@@ -572,7 +574,7 @@ Result<DatasetInfo> Pool::CreateVolume(const std::string& name, const VolumeOpti
                             name + " discards it)");
     }
     const uint64_t slop = std::max<uint64_t>(impl_->total_size() / 32, 1 << 20);
-    const uint64_t free = impl_->free_bytes.load();
+    const uint64_t free = impl_->FreeWithDeferred();
     if (refres > 0 && free < SaturatingAdd(SaturatingAdd(refres, impl_->unused_reservation.load()),
                                            slop + impl_->PendingDirty())) {
       return Status::NoSpace("cannot create '" + name + "': out of space");
@@ -716,7 +718,7 @@ namespace {
 uint64_t PoolAvail(PoolImpl& impl) {
   const uint64_t slop = std::max<uint64_t>(impl.total_size() / 32, 1 << 20);
   const uint64_t held = slop + impl.unused_reservation.load();
-  const uint64_t free = impl.free_bytes.load();
+  const uint64_t free = impl.FreeWithDeferred();
   return free > held ? free - held : 0;
 }
 }  // namespace
@@ -793,7 +795,7 @@ std::vector<DatasetInfo> Pool::ListDatasets() {
     root.referenced += d.referenced + d.usedbysnapshots;
   }
   const uint64_t total = impl_->total_size();
-  const uint64_t alloc = total - impl_->free_bytes.load();
+  const uint64_t alloc = total - impl_->FreeWithDeferred();
   root.used = std::max(root.used, alloc);
   for (const auto& [k, v] : impl_->props) {
     if (k.rfind("root:", 0) == 0) {
@@ -948,7 +950,8 @@ PoolInfo Pool::Info() {
   info.guid = impl_->pool_guid;
   bool degraded = false;
   info.size = impl_->total_size();
-  info.free = impl_->free_bytes.load();
+  // Deferred frees count as free, as zfs's `available` counts them (defer_map.h).
+  info.free = impl_->FreeWithDeferred();
   info.allocated = info.size - info.free;
   info.txg = impl_->synced_txg;
   info.ashift = impl_->ashift;
@@ -959,7 +962,9 @@ PoolInfo Pool::Info() {
       vi.name = v->device()->name();
       vi.guid = v->guid();
       vi.size = v->alloc_end() - v->alloc_start();
-      vi.allocated = vi.size - impl_->free[v->id()].total();
+      vi.allocated =
+          vi.size - impl_->free[v->id()].total() -
+          (v->id() < impl_->deferred_vdev_bytes.size() ? impl_->deferred_vdev_bytes[v->id()] : 0);
       vi.read_errors = v->ReadErrors();
       vi.write_errors = v->WriteErrors();
       vi.checksum_errors = v->ChecksumErrors();

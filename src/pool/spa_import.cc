@@ -275,6 +275,8 @@ Status PoolImpl::LoadFrom(const Uberblock& ub) {
   }
   std::vector<BlockPtr> meta = mos.space_map;
   meta.push_back(ub.rootbp);
+  for (const auto& list : mos.deferred)
+    meta.insert(meta.end(), list.blocks.begin(), list.blocks.end());
   for (const auto& bp : meta) {
     const Dva& d = bp.dva[0];
     if (!free[d.vdev].Remove(d.offset, d.asize())) {
@@ -283,6 +285,7 @@ Status PoolImpl::LoadFrom(const Uberblock& ub) {
   }
   VS_RETURN_IF_ERROR(CheckDatasets(mos, name));
   for (const auto& d : mos.datasets) VS_RETURN_IF_ERROR(zil->Claim(d, free));
+  VS_RETURN_IF_ERROR(LoadDeferred(mos, meta));  // after the claims (defer_map.h)
   for (auto& f : free) total_free += f.total();
   free_bytes = total_free;
   NoteFreeRunsLocked();
@@ -508,6 +511,7 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
     return st.WithContext("pool '" + impl->name + "' not imported");
   }
   impl->open_txg = max_txg + 1;
+  impl->RebaseDeferred(max_txg);
   if (!options.read_only) {
     // Reads heal from here on; the checks above wrote nothing.
     for (auto& v : impl->vdevs) v->set_repair(true);

@@ -16,12 +16,14 @@
 //      makes obsolete. Then a
 //      CacheFill (cache_fill.h) drops the freed data blocks from the block cache and copies
 //      the written ones into it, on a thread of its own, through steps 4 and 5.
-//   4. append this txg's alloc/free records to the space map (or condense it), write the
-//      MOS block.
+//   4. append this txg's alloc/free records to the space map (or condense it), write this
+//      txg's deferred frees (defer_map.h: the tree and log frees, the metadata it replaces),
+//      write the MOS block.
 //   5. flush every vdev; write the uberblock into every label of every vdev; flush again.
 //      Early flushes (early_flush.h) have drained most of the data by then; one that failed
 //      suspended the pool, and the first flush then fails the commit.
-//   6. release frees of txg - kTxgDefer to the allocator; stop the cache copies (without
+//   6. release frees of txg - kTxgDefer to the allocator (their list leaves the MOS); stop the
+//   cache copies (without
 //      waiting for the one in flight, whose buffer the fill keeps) and give the syncing
 //      buffers back to their volumes; drop the log records this txg holds.
 //
@@ -345,6 +347,14 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     if (!st.ok()) return fail(st);
     new_sm.push_back(bp);
   }
+  // Frees of trees and logs (not only the metadata every commit replaces) keep the timer
+  // committing until they are released.
+  const bool tree_frees = !ctx.deferred.empty();
+  old_meta.push_back(mos_bp);
+  std::vector<BlockPtr> defer_written;
+  if (Status st = WriteDeferredLocked(ctx, old_meta, &defer_written, &mos.deferred); !st.ok()) {
+    return fail(st);
+  }
   mos.txg = txg;
   mos.compressed = compressed_blocks.load();
   mos.space_map = new_sm;
@@ -353,7 +363,6 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
   if (Status st = WriteMetaBlock(ctx, BlockType::kMos, EncodeMos(mos), &new_mos); !st.ok()) {
     return fail(st);
   }
-  old_meta.push_back(mos_bp);
   end_step(spent.space_maps);
   // 5. make the tree durable, then point at it.
   if (Status st = FlushAll(); !st.ok()) return fail(st);
@@ -376,18 +385,8 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
   // 6. txg is durable.
   sm_bps = std::move(new_sm);
   mos_bp = new_mos;
-  if (!ctx.deferred.empty()) last_free_txg = txg;
-  for (const auto& bp : old_meta) {
-    for (const Dva& d : bp.dva) {
-      if (!d.empty()) ctx.deferred.push_back(d);
-    }
-  }
-  deferred[txg] = std::move(ctx.deferred);
-  while (!deferred.empty() && deferred.begin()->first + kTxgDefer <= txg &&
-         (scan_pin_txg == 0 || deferred.begin()->first < scan_pin_txg)) {  // scan.cc
-    for (const Dva& d : deferred.begin()->second) ReleaseLocked(d);
-    deferred.erase(deferred.begin());
-  }
+  if (tree_frees) last_free_txg = txg;
+  ReleaseDeferredLocked(ctx, std::move(defer_written));
   // The cache copies stop; the buffers go back to their volumes, but for the one block
   // whose copy may still be in flight, which the fill keeps until it ends (cache_fill.h).
   const uint8_t* in_flight = ctx.cache_fill ? ctx.cache_fill->Stop() : nullptr;

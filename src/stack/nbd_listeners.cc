@@ -79,6 +79,7 @@ Result<exportfs::nbd::NbdServerOptions> NbdServerOptionsOf(const NbdListenerReco
   }
   options.tls_psk = r.tls_psk;
   options.tls_certificates = r.tls_certificates;
+  options.tls_verify_peer = r.tls_verify_peer;
   if (r.max_connections != 0) options.max_connections = r.max_connections;
   if (r.handshake_limit != 0)
     options.handshake_limit_sec = static_cast<unsigned>(r.handshake_limit);

@@ -106,6 +106,12 @@ Result<std::vector<NbdListenerRecord>> ParseNbdState(const std::string& text,
     if (!r.tls.empty() && r.tls != "off" && r.tls != "on" && r.tls != "require") {
       return v.Bad(field + ".tls", "not off, on or require: '" + r.tls + "'");
     }
+    if (l.contains("tls_verify_peer")) {
+      if (!l["tls_verify_peer"].is_boolean()) {
+        return v.Bad(field + ".tls_verify_peer", "not true or false");
+      }
+      r.tls_verify_peer = l["tls_verify_peer"].get<bool>();
+    }
     VS_ASSIGN_OR_RETURN(r.tls_psk, v.String(l, "tls_psk", field, false));
     VS_ASSIGN_OR_RETURN(r.tls_certificates, v.String(l, "tls_certificates", field, false));
     for (const auto* path : {&r.tls_psk, &r.tls_certificates}) {
@@ -161,6 +167,7 @@ std::string FormatNbdState(const std::vector<NbdListenerRecord>& listeners) {
     if (!l.tls.empty()) j["tls"] = l.tls;
     if (!l.tls_psk.empty()) j["tls_psk"] = l.tls_psk;
     if (!l.tls_certificates.empty()) j["tls_certificates"] = l.tls_certificates;
+    if (l.tls_verify_peer) j["tls_verify_peer"] = true;
     if (l.max_connections != 0) j["max_connections"] = l.max_connections;
     if (l.handshake_limit != 0) j["handshake_limit"] = l.handshake_limit;
     json exports = json::array();

@@ -5,7 +5,8 @@
 //    "listeners": [{"socket": "/var/lib/volstack/nbd.sock",     (or "bind": "127.0.0.1:10809")
 //                   "read_only": false,
 //                   "tls": "require",                 (optional: "off", "on", "require")
-//                   "tls_psk": "/etc/volstack/keys.psk",  (or "tls_certificates": DIR)
+//                   "tls_psk": "/etc/volstack/keys.psk",  (or "tls_certificates": DIR,
+//                                               and "tls_verify_peer": true, optional)
 //                   "max_connections": 64, "handshake_limit": 10,   (optional)
 //                   "exports": [{"name": "funk", "device": "trunk/funk"}]}]}
 //
@@ -45,6 +46,7 @@ struct NbdListenerRecord {
   std::string tls;      // "", "off", "on" or "require" (exportfs::nbd::TlsMode)
   std::string tls_psk;  // absolute paths, or empty
   std::string tls_certificates;
+  bool tls_verify_peer = false;  // "tls_verify_peer": client certificates required
   uint64_t max_connections = 0;  // 0: the server's default
   uint64_t handshake_limit = 0;  // seconds; 0: the server's default
   std::vector<NbdExportRecord> exports;

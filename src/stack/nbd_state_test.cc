@@ -27,6 +27,7 @@ std::vector<NbdListenerRecord> Sample() {
   c.bind = "127.0.0.1:10810";
   c.tls = "on";
   c.tls_certificates = "/etc/volstack/pki";
+  c.tls_verify_peer = true;
   c.exports = {{"disk", "/tmp/disk.img"}};
   return {a, b, c};
 }
@@ -49,6 +50,8 @@ TEST(NbdStateTest, RoundTrip) {
   EXPECT_EQ((*parsed)[1].address(), "127.0.0.1:10809");
   EXPECT_EQ((*parsed)[1].tls_psk, "/etc/volstack/keys.psk");
   EXPECT_EQ((*parsed)[2].tls_certificates, "/etc/volstack/pki");
+  EXPECT_TRUE((*parsed)[2].tls_verify_peer);
+  EXPECT_FALSE((*parsed)[1].tls_verify_peer);
 }
 
 TEST(NbdStateTest, SaveAndLoad) {

@@ -61,7 +61,7 @@ void Stack::ReconcilePools() {
     if (pools_.count(entry.name)) continue;
     auto p = OpenPool(entry.name, /*read_only=*/false);
     if (!p.ok()) {
-      unavailable_[entry.name] = p.status().ToString();
+      unavailable_[entry.name] = p.status();
       continue;
     }
     unavailable_.erase(entry.name);
@@ -212,7 +212,9 @@ Status Stack::Up() {
   Reconcile();
   Status result;
   for (const auto& [name, why] : unavailable_) {
-    result = Status::NotFound("pool " + name + " is unavailable: " + why);
+    // The import's own status (its code, its one message), not a string of it wrapped in
+    // another: that printed two errno texts ("...: Structure needs cleaning: No such file").
+    result = why.WithContext("pool " + name + " is unavailable");
   }
   const bool devfs_fresh = !devfs_;
   if (devfs_fresh) {

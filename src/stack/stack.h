@@ -98,7 +98,11 @@ class Stack {
   // The live view (empty for a one-shot stack): a pool held open by Up; pools it could not
   // import and why; the devfs mount point ("" when not mounted).
   std::shared_ptr<pool::Pool> FindLivePool(const std::string& name) const;
-  std::map<std::string, std::string> UnavailablePools() const { return unavailable_; }
+  std::map<std::string, std::string> UnavailablePools() const {
+    std::map<std::string, std::string> out;
+    for (const auto& [name, why] : unavailable_) out[name] = why.message();
+    return out;
+  }
   std::string devfs_dir() const;
   // The devfs mount's FUSE transport and why not the ring ("" when not mounted).
   std::string devfs_transport() const;
@@ -154,8 +158,8 @@ class Stack {
 
   // The live graph (kDaemon).
   std::map<std::string, std::shared_ptr<pool::Pool>> pools_;
-  std::map<std::string, std::string> unavailable_;  // pool name -> why it is not imported
-  std::set<std::string> registered_;                // names this stack put in the registry
+  std::map<std::string, Status> unavailable_;  // pool name -> why it is not imported
+  std::set<std::string> registered_;           // names this stack put in the registry
   std::unique_ptr<DevfsMount> devfs_;
   Jobs jobs_;
   std::unique_ptr<NbdListeners> nbd_;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -146,6 +147,10 @@ TEST_F(StackTest, MissingVdevLeavesItsPoolUnavailableAndTheRestUp) {
   Status up = stack->Up();
   EXPECT_TRUE(up.IsNotFound()) << up.ToString();
   EXPECT_NE(up.ToString().find("pool gone is unavailable"), std::string::npos) << up.ToString();
+  // The import's own error, wrapped once: one errno text, at the end (issue 37, item 7).
+  const std::string enoent = std::strerror(ENOENT);
+  EXPECT_EQ(up.message().find(enoent), std::string::npos) << up.ToString();
+  EXPECT_EQ(up.ToString().find(enoent), up.ToString().size() - enoent.size()) << up.ToString();
   EXPECT_NE(stack->registry().Find("tank/vol"), nullptr);
   EXPECT_EQ(stack->registry().Find("gone/vol"), nullptr);
   const auto unavailable = stack->UnavailablePools();

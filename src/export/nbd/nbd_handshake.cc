@@ -1,8 +1,11 @@
 // The NBD option haggling phase (fixed newstyle): see nbd_server.cc for the theory.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "export/nbd/nbd_connection.h"
@@ -16,6 +19,26 @@ namespace {
 // beyond kMaxOptionDrain the client is dropped.
 constexpr uint32_t kMaxOptionData = 64 * 1024;
 constexpr uint32_t kMaxOptionDrain = 16u << 20;
+
+// "client 127.0.0.1:PORT" for a TCP peer, "client on a Unix socket" else.
+std::string PeerName(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  char host[INET6_ADDRSTRLEN] = {};
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+    if (ss.ss_family == AF_INET) {
+      const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+      ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+      return "client " + std::string(host) + ":" + std::to_string(ntohs(a->sin_port));
+    }
+    if (ss.ss_family == AF_INET6) {
+      const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+      ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+      return "client [" + std::string(host) + "]:" + std::to_string(ntohs(a->sin6_port));
+    }
+  }
+  return "client on a Unix socket";
+}
 }  // namespace
 
 bdev::BlockDevicePtr Connection::FindExport(const std::string& name) const {
@@ -155,7 +178,14 @@ Status Connection::HandleStartTls(std::span<const uint8_t> data) {
     return SendOptionError(kOptStartTls, kRepErrInvalid, "TLS is already on");
   }
   VS_RETURN_IF_ERROR(SendOptionReply(kOptStartTls, kRepAck));
-  VS_ASSIGN_OR_RETURN(tls_session_, tls_->Handshake(fd_));
+  auto session = tls_->Handshake(fd_);
+  if (!session.ok()) {
+    // The server's log (stderr) is the only place a refused client can be explained.
+    std::fprintf(stderr, "volstack: nbd: %s: %s\n", PeerName(fd_).c_str(),
+                 session.status().message().c_str());
+    return session.status();
+  }
+  tls_session_ = std::move(*session);
   transport_.StartTls(tls_session_->get());
   // What was negotiated in plaintext does not carry over (the protocol's rule).
   structured_ = false;

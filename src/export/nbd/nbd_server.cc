@@ -140,6 +140,10 @@ Status ValidateServerOptions(NbdServerOptions& options) {
   }
   VS_ASSIGN_OR_RETURN(options.tls, ResolveTlsMode(options.tls, !options.bind.empty(),
                                                   options.tls_psk, options.tls_certificates));
+  if (options.tls_verify_peer && options.tls_certificates.empty()) {
+    return Status::InvalidArgument(
+        "nbd: --tls-verify-peer checks X.509 client certificates: it needs --tls-certificates DIR");
+  }
   return Status::Ok();
 }
 
@@ -150,7 +154,8 @@ Result<std::unique_ptr<NbdServer>> NbdServer::Start(bdev::DeviceRegistry& export
   if (!options.tls_psk.empty()) {
     VS_ASSIGN_OR_RETURN(server->tls_, TlsCredentials::LoadPsk(options.tls_psk));
   } else if (!options.tls_certificates.empty()) {
-    VS_ASSIGN_OR_RETURN(server->tls_, TlsCredentials::LoadX509(options.tls_certificates));
+    VS_ASSIGN_OR_RETURN(
+        server->tls_, TlsCredentials::LoadX509(options.tls_certificates, options.tls_verify_peer));
   }
   if (!options.bind.empty()) {
     uint16_t port = 0;

@@ -37,6 +37,7 @@ struct NbdServerOptions {
   TlsMode tls = TlsMode::kDefault;
   std::string tls_psk;           // psktool key file, or
   std::string tls_certificates;  // directory with server-cert.pem, server-key.pem
+  bool tls_verify_peer = false;  // X.509: clients need a certificate ca-cert.pem signs
 };
 
 // Checks `options` as Start would (addresses aside) and resolves options.tls. InvalidArgument

@@ -118,7 +118,8 @@ Result<std::unique_ptr<TlsCredentials>> TlsCredentials::LoadPsk(const std::strin
   return c;
 }
 
-Result<std::unique_ptr<TlsCredentials>> TlsCredentials::LoadX509(const std::string& dir) {
+Result<std::unique_ptr<TlsCredentials>> TlsCredentials::LoadX509(const std::string& dir,
+                                                                 bool verify_peer) {
   const std::string cert = dir + "/server-cert.pem", key = dir + "/server-key.pem",
                     ca = dir + "/ca-cert.pem";
   for (const auto& f : {cert, key}) {
@@ -128,7 +129,12 @@ Result<std::unique_ptr<TlsCredentials>> TlsCredentials::LoadX509(const std::stri
                                      "server-cert.pem, server-key.pem and ca-cert.pem)");
     }
   }
+  if (verify_peer && !IsRegularReadable(ca)) {
+    return Status::InvalidArgument("nbd: --tls-verify-peer needs " + ca +
+                                   " (the CA that signs the clients' certificates)");
+  }
   std::unique_ptr<TlsCredentials> c(new TlsCredentials);
+  c->verify_peer_ = verify_peer;
   gnutls_certificate_credentials_t cred;
   int r = gnutls_certificate_allocate_credentials(&cred);
   if (r < 0) return GnutlsStatus("nbd: TLS certificate credentials", r);
@@ -136,6 +142,10 @@ Result<std::unique_ptr<TlsCredentials>> TlsCredentials::LoadX509(const std::stri
   if (IsRegularReadable(ca)) {
     r = gnutls_certificate_set_x509_trust_file(cred, ca.c_str(), GNUTLS_X509_FMT_PEM);
     if (r < 0) return GnutlsStatus("nbd: " + ca, r);
+    // The number of certificates loaded: none would refuse every client.
+    if (r == 0 && verify_peer) {
+      return Status::InvalidArgument("nbd: --tls-verify-peer: " + ca + " holds no certificate");
+    }
   }
   r = gnutls_certificate_set_x509_key_file(cred, cert.c_str(), key.c_str(), GNUTLS_X509_FMT_PEM);
   if (r < 0) return GnutlsStatus("nbd: " + cert + " with " + key, r);
@@ -160,13 +170,40 @@ Result<std::unique_ptr<TlsSession>> TlsCredentials::Handshake(int fd) const {
   if (r < 0) return GnutlsStatus("tls priority", r);
   r = gnutls_credentials_set(s, psk_ ? GNUTLS_CRD_PSK : GNUTLS_CRD_CERTIFICATE, cred_);
   if (r < 0) return GnutlsStatus("tls credentials", r);
-  if (!psk_) gnutls_certificate_server_set_request(s, GNUTLS_CERT_IGNORE);
+  if (!psk_) {
+    gnutls_certificate_server_set_request(s,
+                                          verify_peer_ ? GNUTLS_CERT_REQUIRE : GNUTLS_CERT_IGNORE);
+    // GnuTLS verifies the client's chain against the trust file during the handshake.
+    if (verify_peer_) gnutls_session_set_verify_cert(s, nullptr, 0);
+  }
   gnutls_transport_set_int(s, fd);
   do {
     r = gnutls_handshake(s);
   } while (r < 0 && gnutls_error_is_fatal(r) == 0);
-  if (r < 0) return Status::FromErrno(EACCES, std::string("tls handshake: ") + gnutls_strerror(r));
-  return session;
+  if (r >= 0) return session;
+  // TLS 1.3 says CERTIFICATE_REQUIRED, TLS 1.2 NO_CERTIFICATE_FOUND. A client holding only
+  // another CA's certificate sends none: the server's request names the CAs it accepts.
+  if (verify_peer_ && (r == GNUTLS_E_NO_CERTIFICATE_FOUND || r == GNUTLS_E_CERTIFICATE_REQUIRED)) {
+    return Status::FromErrno(EACCES,
+                             "client refused: it sent no TLS certificate signed by ca-cert.pem "
+                             "(--tls-verify-peer)");
+  }
+  if (verify_peer_ && r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+    std::string why = "not trusted";
+    gnutls_datum_t text{};
+    if (gnutls_certificate_verification_status_print(gnutls_session_get_verify_cert_status(s),
+                                                     GNUTLS_CRT_X509, &text, 0) == 0) {
+      why.assign(reinterpret_cast<const char*>(text.data), text.size);
+      gnutls_free(text.data);
+      while (!why.empty() && (std::isspace(static_cast<unsigned char>(why.back())) ||
+                              why.back() == '.' || why.back() == '\0')) {
+        why.pop_back();
+      }
+    }
+    return Status::FromErrno(
+        EACCES, "client refused: its TLS certificate is not signed by ca-cert.pem (" + why + ")");
+  }
+  return Status::FromErrno(EACCES, std::string("TLS handshake failed: ") + gnutls_strerror(r));
 }
 
 TlsSession::~TlsSession() { gnutls_deinit(session_); }

@@ -7,6 +7,10 @@
 //   X.509  --tls-certificates DIR: server-cert.pem and server-key.pem (the server's
 //          certificate chain and key), ca-cert.pem optional (trust for client
 //          certificates), the layout of nbdkit and qemu's tls-creds-x509.
+//   --tls-verify-peer (X.509 only, as nbdkit's): a client must present a certificate that
+//          ca-cert.pem (then required) signs; one without, or with another, is refused at
+//          the TLS handshake, before any option is heard. Client certificates are not
+//          checked for a host name: the CA's signature is the authorisation.
 //
 // Threads: TlsCredentials is immutable after Load and shared by every connection;
 // TlsSession belongs to one connection.
@@ -44,18 +48,22 @@ class TlsCredentials {
  public:
   // Loads and checks the credentials; a missing or malformed file is one clear error.
   static Result<std::unique_ptr<TlsCredentials>> LoadPsk(const std::string& file);
-  static Result<std::unique_ptr<TlsCredentials>> LoadX509(const std::string& dir);
+  // `verify_peer`: client certificates are required and verified against dir/ca-cert.pem.
+  static Result<std::unique_ptr<TlsCredentials>> LoadX509(const std::string& dir,
+                                                          bool verify_peer = false);
   ~TlsCredentials();
   TlsCredentials(const TlsCredentials&) = delete;
   TlsCredentials& operator=(const TlsCredentials&) = delete;
 
   // Runs the server side of a TLS handshake on `fd` (blocking; the caller bounds it by
-  // shutting the socket down). On failure nothing is left to clean up.
+  // shutting the socket down). On failure nothing is left to clean up; a client refused by
+  // --tls-verify-peer is EACCES saying why in one sentence.
   Result<std::unique_ptr<TlsSession>> Handshake(int fd) const;
 
  private:
   TlsCredentials() = default;
   bool psk_ = false;
+  bool verify_peer_ = false;
   void* cred_ = nullptr;  // gnutls_psk_server_credentials_t or gnutls_certificate_credentials_t
 };
 
