@@ -159,7 +159,7 @@ Result<CheckReport> CheckPool(Pool& pool, bool verify_data) {
     } else {
       std::map<uint64_t, std::vector<RangeSet>> on_disk;
       for (const auto& list : mos->deferred) {
-        auto& sets = on_disk[list.txg];
+        auto& sets = on_disk[list.txg + p.deferred_rebase];
         sets.resize(n);
         for (const auto& bp : list.blocks) {
           buf.resize(bp.lsize);

@@ -80,6 +80,7 @@ void PoolImpl::ReleaseDeferredLocked(SyncContext& ctx, std::vector<BlockPtr> wri
     deferred_vdev_bytes[d.vdev] += d.asize();
   }
   deferred[ctx.txg] = std::move(ctx.deferred);
+  deferred_rebase = 0;  // the new MOS names every list by its txg in memory
   if (!written.empty()) defer_bps[ctx.txg] = std::move(written);
   while (!deferred.empty() && ReleasesLocked(deferred.begin()->first, ctx.txg)) {
     for (const Dva& d : deferred.begin()->second) {
@@ -157,6 +158,7 @@ void PoolImpl::RebaseDeferred(uint64_t last_txg) {
   for (auto& [t, bps] : defer_bps) blocks[t + shift] = std::move(bps);
   defer_bps = std::move(blocks);
   if (last_free_txg != 0) last_free_txg += shift;
+  deferred_rebase = shift;
 }
 
 }  // namespace volstack::pool

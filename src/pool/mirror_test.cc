@@ -12,6 +12,7 @@
 
 #include "bdev/fault_device.h"
 #include "pool/pool_impl.h"
+#include "pool/redundancy_test_util.h"
 #include "pool/spa.h"
 #include "pool/test_util.h"
 
@@ -25,21 +26,18 @@ using testing::Pattern;
 constexpr uint64_t kDevSize = 72 * kMiB;
 constexpr uint64_t kVolSize = 12 * kMiB;
 
-PoolTuning Tuning() {
-  PoolTuning t = testing::TestTuning();
-  t.cache_data = false;  // every read goes to the vdevs
-  return t;
-}
+using testing::AllBlocks;
+using testing::BlockRef;
+using testing::ExpectReads;
+using testing::Ptrs;
+using testing::ScrubAndWait;
 
-std::vector<std::shared_ptr<FaultDevice>> MakeDevs(int n, uint64_t seed) {
-  std::vector<std::shared_ptr<FaultDevice>> d;
-  for (int i = 0; i < n; i++) d.push_back(FaultDevice::CreateInMemory(kDevSize, 512, seed + i));
-  return d;
+PoolTuning Tuning() { return testing::UncachedTuning(); }
+testing::FaultDevs MakeDevs(int n, uint64_t seed) {
+  return testing::MakeFaultDevs(n, seed, kDevSize);
 }
-
-std::vector<bdev::BlockDevicePtr> Ptrs(const std::vector<std::shared_ptr<FaultDevice>>& d) {
-  return {d.begin(), d.end()};
-}
+auto Import(const std::vector<bdev::BlockDevicePtr>& devs) { return testing::ImportUncached(devs); }
+auto Fill(Pool& pool, uint64_t seed) { return testing::FillWithSnapshot(pool, seed, kVolSize); }
 
 // `mirrors` top-level mirrors of `width` children each, from `devs` in order.
 std::shared_ptr<Pool> CreateMirrors(const std::vector<std::shared_ptr<FaultDevice>>& devs,
@@ -61,77 +59,10 @@ std::shared_ptr<Pool> CreateMirrors(const std::vector<std::shared_ptr<FaultDevic
   return p.ok() ? *p : nullptr;
 }
 
-Result<std::shared_ptr<Pool>> Import(const std::vector<bdev::BlockDevicePtr>& devs) {
-  PoolImportOptions o;
-  o.tuning = Tuning();
-  return Pool::Import(devs, o);
-}
-
-// Writes the volume whole, snapshots it and overwrites a quarter: data, indirect blocks,
-// snapshot and space-map metadata. Returns the volume's and the snapshot's contents.
-std::pair<std::vector<uint8_t>, std::vector<uint8_t>> Fill(Pool& pool, uint64_t seed) {
-  VolumeOptions vo;
-  vo.volsize = kVolSize;
-  vo.volblocksize = 4096;
-  vo.props["logbias"] = "throughput";
-  EXPECT_TRUE(pool.CreateVolume("trunk/vol", vo).ok());
-  auto dev = *pool.OpenVolume("trunk/vol");
-  auto data = Pattern(kVolSize, seed);
-  EXPECT_TRUE(dev->Write(0, data).ok());
-  EXPECT_TRUE(dev->Flush().ok());
-  EXPECT_TRUE(pool.Snapshot({"trunk/vol@s"}).ok());
-  auto snap = data;
-  auto over = Pattern(kVolSize / 4, seed + 1);
-  std::memcpy(data.data() + kVolSize / 2, over.data(), over.size());
-  EXPECT_TRUE(dev->Write(kVolSize / 2, over).ok());
-  EXPECT_TRUE(dev->Flush().ok());
-  EXPECT_TRUE(pool.Sync().ok());
-  return {data, snap};
-}
-
-// Every block the pool names: (vdev, offset, psize), the MOS and space maps included.
-struct BlockRef {
-  uint32_t vdev;
-  uint64_t offset, psize;
-  bool operator<(const BlockRef& o) const {
-    return std::tie(vdev, offset) < std::tie(o.vdev, o.offset);
-  }
-};
-std::set<BlockRef> AllBlocks(Pool& pool) {
-  EXPECT_TRUE(pool.Sync().ok());
-  PoolImpl& p = *pool.impl();
-  std::set<BlockRef> out;
-  auto add = [&](const BlockPtr& bp) {
-    out.insert({bp.dva[0].vdev, bp.dva[0].offset, bp.psize});
-    return Status::Ok();
-  };
-  std::lock_guard s(p.sync_mu);
-  add(p.mos_bp).IgnoreError();
-  for (auto& bp : p.sm_bps) add(bp).IgnoreError();
-  std::lock_guard l(p.mu);
-  for (auto& [n, v] : p.volumes) EXPECT_TRUE(v->Walk(add).ok());
-  for (auto& [n, v] : p.snapshots) EXPECT_TRUE(v->Walk(add).ok());
-  return out;
-}
-
-void ExpectReads(Pool& pool, const std::string& name, const std::vector<uint8_t>& want) {
-  auto dev = pool.OpenVolume(name);
-  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
-  std::vector<uint8_t> got(want.size());
-  ASSERT_TRUE((*dev)->Read(0, got).ok());
-  EXPECT_TRUE(got == want) << name << " reads back wrong";
-}
-
 uint64_t ChecksumErrors(Pool& pool) {
   uint64_t n = 0;
   for (const auto& v : pool.Info().vdevs) n += v.checksum_errors;
   return n;
-}
-
-ScanInfo ScrubAndWait(Pool& pool) {
-  EXPECT_TRUE(pool.Scrub().ok());
-  EXPECT_TRUE(pool.WaitScan().ok());
-  return pool.Info().scan;
 }
 
 TEST(MirrorTest, CreateImportAndStatus) {

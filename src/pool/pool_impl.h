@@ -326,6 +326,9 @@ class PoolImpl {
   Status LoadDeferred(const MosPhys& mos, const std::vector<BlockPtr>& meta);
   // Import: the first txg of this session is last_txg + 1 (past every txg seen).
   void RebaseDeferred(uint64_t last_txg);
+  // GUARDED_BY(sync_mu): how far RebaseDeferred moved the lists' txgs past those the MOS on
+  // disk names them by, until the next commit writes them under the new ones (checker.cc).
+  uint64_t deferred_rebase = 0;
   // GUARDED_BY(sync_mu): the newest txg that freed blocks of a tree or a log (not only the
   // metadata every commit replaces). Its frees wait until txg + kTxgDefer is durable.
   uint64_t last_free_txg = 0;

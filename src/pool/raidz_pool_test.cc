@@ -13,6 +13,7 @@
 
 #include "bdev/fault_device.h"
 #include "pool/pool_impl.h"
+#include "pool/redundancy_test_util.h"
 #include "pool/spa.h"
 #include "pool/test_util.h"
 
@@ -27,19 +28,16 @@ constexpr uint64_t kDevSize = 72 * kMiB;
 constexpr uint64_t kVolSize = 4 * kMiB;
 using Devs = std::vector<std::shared_ptr<FaultDevice>>;
 
-PoolTuning Tuning() {
-  PoolTuning t = testing::TestTuning();
-  t.cache_data = false;  // every read goes to the vdevs
-  return t;
-}
+using testing::AllBlocks;
+using testing::BlockRef;
+using testing::ExpectReads;
+using testing::Ptrs;
+using testing::ScrubAndWait;
 
-Devs MakeDevs(int n, uint64_t seed) {
-  Devs d;
-  for (int i = 0; i < n; i++) d.push_back(FaultDevice::CreateInMemory(kDevSize, 512, seed + i));
-  return d;
-}
-
-std::vector<bdev::BlockDevicePtr> Ptrs(const Devs& d) { return {d.begin(), d.end()}; }
+PoolTuning Tuning() { return testing::UncachedTuning(); }
+Devs MakeDevs(int n, uint64_t seed) { return testing::MakeFaultDevs(n, seed, kDevSize); }
+auto Import(const std::vector<bdev::BlockDevicePtr>& devs) { return testing::ImportUncached(devs); }
+auto Fill(Pool& pool, uint64_t seed) { return testing::FillWithSnapshot(pool, seed, kVolSize); }
 
 VdevSpec Raidz(const Devs& devs, uint32_t parity, int first, int n) {
   VdevSpec s;
@@ -59,83 +57,15 @@ std::shared_ptr<Pool> Create(std::vector<VdevSpec> specs) {
   return p.ok() ? *p : nullptr;
 }
 
-Result<std::shared_ptr<Pool>> Import(const std::vector<bdev::BlockDevicePtr>& devs) {
-  PoolImportOptions o;
-  o.tuning = Tuning();
-  return Pool::Import(devs, o);
-}
-
-// Writes the volume whole, snapshots it, overwrites a quarter. The volume's and the
-// snapshot's contents.
-std::pair<std::vector<uint8_t>, std::vector<uint8_t>> Fill(Pool& pool, uint64_t seed) {
-  VolumeOptions vo;
-  vo.volsize = kVolSize;
-  vo.volblocksize = 4096;
-  vo.props["logbias"] = "throughput";
-  EXPECT_TRUE(pool.CreateVolume("trunk/vol", vo).ok());
-  auto dev = *pool.OpenVolume("trunk/vol");
-  auto data = Pattern(kVolSize, seed);
-  EXPECT_TRUE(dev->Write(0, data).ok());
-  EXPECT_TRUE(dev->Flush().ok());
-  EXPECT_TRUE(pool.Snapshot({"trunk/vol@s"}).ok());
-  auto snap = data;
-  auto over = Pattern(kVolSize / 4, seed + 1);
-  std::memcpy(data.data() + kVolSize / 2, over.data(), over.size());
-  EXPECT_TRUE(dev->Write(kVolSize / 2, over).ok());
-  EXPECT_TRUE(dev->Flush().ok());
-  EXPECT_TRUE(pool.Sync().ok());
-  return {data, snap};
-}
-
-struct BlockRef {
-  uint32_t vdev;
-  uint64_t offset, asize;
-  BlockType type;
-  bool operator<(const BlockRef& o) const {
-    return std::tie(vdev, offset) < std::tie(o.vdev, o.offset);
-  }
-};
-std::set<BlockRef> AllBlocks(Pool& pool) {
-  EXPECT_TRUE(pool.Sync().ok());
-  PoolImpl& p = *pool.impl();
-  std::set<BlockRef> out;
-  auto add = [&](const BlockPtr& bp) {
-    out.insert({bp.dva[0].vdev, bp.dva[0].offset, bp.dva[0].asize(), bp.type});
-    return Status::Ok();
-  };
-  std::lock_guard s(p.sync_mu);
-  add(p.mos_bp).IgnoreError();
-  for (auto& bp : p.sm_bps) add(bp).IgnoreError();
-  std::lock_guard l(p.mu);
-  for (auto& [n, v] : p.volumes) EXPECT_TRUE(v->Walk(add).ok());
-  for (auto& [n, v] : p.snapshots) EXPECT_TRUE(v->Walk(add).ok());
-  return out;
-}
-
 // Damages the column child `col` holds of block `b` (a raidz of geometry g).
 void Damage(FaultDevice& child, const RaidzGeometry& g, const BlockRef& b, uint32_t bits) {
   ASSERT_TRUE(child.FlipBits(g.ChildOffset(b.offset), g.ChildLength(b.asize), bits).ok());
-}
-
-void ExpectReads(Pool& pool, const std::string& name, const std::vector<uint8_t>& want) {
-  auto dev = pool.OpenVolume(name);
-  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
-  std::vector<uint8_t> got(want.size());
-  Status st = (*dev)->Read(0, got);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  EXPECT_TRUE(got == want) << name << " reads back wrong";
 }
 
 std::vector<uint64_t> ChildCksums(Pool& pool, size_t vdev) {
   std::vector<uint64_t> out;
   for (const auto& c : pool.Info().vdevs[vdev].children) out.push_back(c.checksum_errors);
   return out;
-}
-
-ScanInfo ScrubAndWait(Pool& pool) {
-  EXPECT_TRUE(pool.Scrub().ok());
-  EXPECT_TRUE(pool.WaitScan().ok());
-  return pool.Info().scan;
 }
 
 TEST(RaidzTest, CreateImportMixedAndStatus) {
@@ -271,7 +201,7 @@ TEST(RaidzTest, TooManyBadColumnsIsEio) {
     ASSERT_FALSE(victim.IsHole());
     ASSERT_TRUE(p->Close().ok());
     p.reset();
-    const BlockRef b{0, victim.dva[0].offset, victim.dva[0].asize(), victim.type};
+    const BlockRef b{0, victim.dva[0].offset, victim.psize, victim.dva[0].asize(), victim.type};
     for (uint32_t c = 0; c <= parity; c++) Damage(*devs[c + 1], g, b, 8);
     auto q = *Import(Ptrs(devs));
     auto dev = *q->OpenVolume("trunk/vol");

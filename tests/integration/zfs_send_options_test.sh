@@ -43,6 +43,7 @@ head -c $((4 << 20)) /dev/urandom >"$T/rand"
 dd if="$T/rand" of="$VS_STATE/dev/pa/z" bs=1M seek=20 conv=notrunc,fsync status=none
 timeout 30 "$VOLSTACK" down >/dev/null
 vs zfs snapshot pa/z@1
+vs zfs set snapdev=visible pa/z  # lvm-cat reads the snapshot as a device
 
 # 1. -c against plain.
 timeout 30 "$VOLSTACK" zfs send pa/z@1 >"$T/plain.stream"
