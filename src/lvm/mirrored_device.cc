@@ -481,7 +481,18 @@ Status MirroredDevice::FailLeg(size_t i, const Status& why) {
   for (auto& l : legs_) any |= l.live.load();
   if (!any) return why.WithContext(name() + ": the last live leg failed");
   if (!persist_) return Status::Ok();
+  if (config_.kind == Kind::kMirror) {
+    // dm-log keeps no per-leg record: a write acknowledged from the other legs alone would be
+    // lost if the next activation trusted this leg again. So the LV takes no more writes.
+    writes_refused_ = true;
+    return why.WithContext(RefusedWrites());
+  }
   return WriteSuperblocks();
+}
+
+std::string MirroredDevice::RefusedWrites() const {
+  return name() + ": a leg failed and a mirror LV's log cannot record which, so it takes no " +
+         "more writes (reads go on); repair the leg and activate it again";
 }
 
 template <typename Op>
@@ -521,6 +532,7 @@ Status MirroredDevice::DoRead(uint64_t offset, std::span<uint8_t> buf) {
 
 Status MirroredDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf,
                                bdev::WriteOptions opts) {
+  if (writes_refused_) return Status::IoError(RefusedWrites());
   VS_RETURN_IF_ERROR(MarkDirty(offset, buf.size()));
   return AllLegs("write", [&](bdev::BlockDevice& d) { return d.Write(offset, buf, opts); });
 }
@@ -534,6 +546,7 @@ Status MirroredDevice::DoDiscard(uint64_t, uint64_t) {
 }
 
 Status MirroredDevice::DoWriteZeroes(uint64_t offset, uint64_t length, bdev::ZeroOptions opts) {
+  if (writes_refused_) return Status::IoError(RefusedWrites());
   VS_RETURN_IF_ERROR(MarkDirty(offset, length));
   return AllLegs("zero", [&](bdev::BlockDevice& d) { return d.WriteZeroes(offset, length, opts); });
 }

@@ -111,7 +111,9 @@ class MirroredDevice final : public bdev::BlockDevice {
   // Marks the regions of [offset, offset + length) dirty on disk before a write.
   Status MarkDirty(uint64_t offset, uint64_t length);
   // Takes leg i out of service and records it (raid1: in the live legs' superblocks).
+  // (mirror: refuses every later write instead, as nothing on disk can say which leg failed.)
   Status FailLeg(size_t i, const Status& why);
+  std::string RefusedWrites() const;
   // Writes the pages [first, last] of the log image to every live leg's rmeta or the log,
   // then flushes them. REQUIRES meta_mu_.
   Status WriteLogPages(uint64_t first_page, uint64_t last_page);
@@ -124,7 +126,8 @@ class MirroredDevice final : public bdev::BlockDevice {
   friend class MirroredOpener;
 
   Config config_;
-  std::vector<LegState> legs_;  // parallel to config_.legs
+  std::vector<LegState> legs_;               // parallel to config_.legs
+  std::atomic<bool> writes_refused_{false};  // a mirror (not raid1) LV lost a leg
   uint64_t regions_ = 0;
   // The bitmap (raid1: superblock and bits, at kMdBitmapOffset of each rmeta) or dm-log
   // (header and clean bits, at 0 of the log), padded to 4 KiB pages. GUARDED_BY(meta_mu_).

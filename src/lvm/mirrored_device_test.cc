@@ -124,6 +124,25 @@ TEST(MirroredDeviceTest, FailedLegWriteIsRecordedAndTheLegRebuiltNextTime) {
   EXPECT_FALSE(legs.Sb(1).leg_failed(1));
 }
 
+// A mirror LV's log has no per-leg record: after a leg fails, a write acknowledged from the
+// other leg alone would be lost if the next activation synced from the failed one. So the
+// failing write and every later one are refused; reads go on.
+TEST(MirroredDeviceTest, MirrorLvWithAFailedLegTakesNoMoreWrites) {
+  Legs legs(2);
+  auto dev = MirroredDevice::Open(legs.Config(MirroredDevice::Kind::kMirror));
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  const auto data = Fill(4096, 7);
+  ASSERT_TRUE((*dev)->Write(0, data).ok());
+  legs.data[0]->FailOps(bdev::OpBit(bdev::OpType::kWrite));
+  EXPECT_FALSE((*dev)->Write(4096, Fill(4096, 8)).ok());
+  EXPECT_FALSE((*dev)->leg_live(0));
+  legs.data[0]->ClearFailRules();
+  Status later = (*dev)->Write(8192, Fill(4096, 9));
+  EXPECT_FALSE(later.ok());
+  EXPECT_NE(later.message().find("takes no more writes"), std::string::npos) << later.ToString();
+  EXPECT_EQ(ReadAll(**dev, 0, 4096), data);
+}
+
 TEST(MirroredDeviceTest, MissingLegServesDegradedAndReadsFailOver) {
   Legs legs(2);
   ASSERT_TRUE(legs.data[0]->Write(0, Fill(kSize, 3)).ok());
