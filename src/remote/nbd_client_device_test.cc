@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -41,8 +42,9 @@ class Nbdkit {
       ::execvp("nbdkit", argv.data());
       ::_exit(127);
     }
-    struct stat st;
-    for (int i = 0; i < 200 && ::stat(socket_.c_str(), &st) != 0; i++) {
+    // The socket file appears at bind(), before nbdkit listens: wait until a connect is
+    // accepted, else the first test's connect may be refused.
+    for (int i = 0; i < 200 && !Accepts(socket_); i++) {
       if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
         pid_ = -1;
         break;
@@ -59,6 +61,16 @@ class Nbdkit {
     ::rmdir(dir_.c_str());
   }
   bool running() const { return pid_ > 0; }
+  static bool Accepts(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    return ok;
+  }
   std::string Uri(const std::string& extra_query = "") const {
     return "nbd+unix:///?socket=" + socket_ + extra_query;
   }

@@ -148,3 +148,13 @@ verify_manifest() {
   echo 3 >/proc/sys/vm/drop_caches
   (cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "manifest $1"
 }
+
+# Waits up to 5 s until an NBD server answers on the Unix socket $1: the socket file exists
+# from bind(), before the server listens, so its presence alone is no sign of readiness.
+wait_for_nbd_socket() {
+  for _ in $(seq 100); do
+    timeout 2 nbdinfo --size "nbd+unix:///?socket=$1" >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  fail "no NBD server answered on $1"
+}

@@ -8,14 +8,13 @@
 # (nbds:// with a PSK file).
 source "$(dirname "$0")/lib.sh"
 need_root
-need_cmd nbdkit nbdcopy cmp psktool python3
+need_cmd nbdkit nbdcopy nbdinfo cmp psktool python3
 
 S=$T/remote.sock
 timeout 120 nbdkit -f -U "$S" -P "$T/nbdkit.pid" memory 512M &
 NBDKIT=$!
 on_exit_kill "$NBDKIT"
-for _ in $(seq 100); do [ -S "$S" ] && break; sleep 0.05; done
-[ -S "$S" ] || fail "nbdkit did not start"
+wait_for_nbd_socket "$S"
 URI="nbd+unix:///?socket=$S"
 
 timeout 30 "$VOLSTACK" zpool create rp "$URI" || fail "zpool create on $URI"
@@ -53,7 +52,7 @@ vs zpool list -H -o name | grep -qx rq && fail "rq created without its vdev"
 S2=$T/pv.sock
 timeout 120 nbdkit -f -U "$S2" memory 128M &
 on_exit_kill "$!"
-for _ in $(seq 100); do [ -S "$S2" ] && break; sleep 0.05; done
+wait_for_nbd_socket "$S2"
 PV="nbd+unix:///?socket=$S2"
 timeout 30 "$VOLSTACK" pvcreate "$PV" >/dev/null || fail "pvcreate $PV"
 timeout 30 "$VOLSTACK" vgcreate rvg "$PV" >/dev/null || fail "vgcreate on $PV"
