@@ -139,16 +139,7 @@ void Campaign(int width, uint64_t seed) {
       injected++;
     }
   }
-  // Labels: two of child 0's four configs and one of child 1's, and an uberblock ring.
-  uint64_t labels = 0;
-  for (auto [child, l] : {std::pair{0, 0}, std::pair{0, 2}, std::pair{1, 1}}) {
-    ASSERT_TRUE(devs[child]->FlipBits(LabelOffset(kDevSize, l) + kLabelConfigOffset, 4096, 4).ok());
-    labels++;
-  }
-  ASSERT_TRUE(
-      devs[1]
-          ->FlipBits(LabelOffset(kDevSize, 0) + kUberRingOffset, kUberSlots * kUberSlotSize, 64)
-          .ok());
+  const uint64_t labels = testing::DamageLabels(devs, kDevSize);
   auto q = Import(Ptrs(devs));
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   ExpectReads(**q, "trunk/vol", data);

@@ -104,6 +104,21 @@ inline void ExpectReads(Pool& pool, const std::string& name, const std::vector<u
   EXPECT_TRUE(got == want) << name << " reads back wrong";
 }
 
+// Damages two of child 0's four label configs, one of child 1's, and child 1's first
+// uberblock ring: what an import must read past. Returns the configs damaged.
+inline uint64_t DamageLabels(const FaultDevs& devs, uint64_t dev_size) {
+  uint64_t labels = 0;
+  for (auto [child, l] : {std::pair{0, 0}, std::pair{0, 2}, std::pair{1, 1}}) {
+    EXPECT_TRUE(devs[child]->FlipBits(LabelOffset(dev_size, l) + kLabelConfigOffset, 4096, 4).ok());
+    labels++;
+  }
+  EXPECT_TRUE(
+      devs[1]
+          ->FlipBits(LabelOffset(dev_size, 0) + kUberRingOffset, kUberSlots * kUberSlotSize, 64)
+          .ok());
+  return labels;
+}
+
 inline ScanInfo ScrubAndWait(Pool& pool) {
   EXPECT_TRUE(pool.Scrub().ok());
   EXPECT_TRUE(pool.WaitScan().ok());

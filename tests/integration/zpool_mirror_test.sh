@@ -28,19 +28,11 @@ timeout 30 "$VOLSTACK" up
 on_exit "umount -l $VS_STATE/dev"
 mkdir -p "$T/mnt"
 
-bind_and_mount() {
-  LOOP=$(timeout 20 "$VOLSTACK" losetup -f --show mir/vol)
-  on_exit_detach_loop "$LOOP"
-  mount "$LOOP" "$T/mnt"
-}
-unmount_and_unbind() {
-  umount "$T/mnt"
-  timeout 20 "$VOLSTACK" losetup -d "$LOOP"
-}
-status() { timeout 20 "$VOLSTACK" zpool status -v mir; }
+POOL=mir
+source "$(dirname "$0")/redundancy_lib.sh"
 
 # 1. Files.
-LOOP=$(timeout 20 "$VOLSTACK" losetup -f --show mir/vol)
+LOOP=$(timeout 20 "$VOLSTACK" losetup -f --show "$POOL/vol")
 on_exit_detach_loop "$LOOP"
 mkfs.xfs -q "$LOOP"
 mount "$LOOP" "$T/mnt"
@@ -74,43 +66,22 @@ cksum_b=$(awk -v f="$T/b.img" '$1 == f {print $5}' "$T/st1")
 grep -q "errors: No known data errors" "$T/st1" || fail "data errors reported: $(cat "$T/st1")"
 
 # 3. Scrub.
-timeout 30 "$VOLSTACK" zpool scrub -w mir
-status >"$T/st2"
-grep -Eq "scan: scrub repaired [0-9.]+[KMG] in [0-9:]+ with 0 errors on" "$T/st2" ||
-  fail "scrub repaired nothing: $(cat "$T/st2")"
-timeout 30 "$VOLSTACK" zpool scrub -w mir
-status >"$T/st3"
-grep -q "scan: scrub repaired 0B in .* with 0 errors" "$T/st3" || fail "second scrub: $(cat "$T/st3")"
-(cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "files read wrong after scrub"
+scrub_repairs_then_finds_nothing
 
 # 4. One copy lost.
-unmount_and_unbind
-timeout 30 "$VOLSTACK" down
-rm "$T/b.img"
-timeout 30 "$VOLSTACK" up
-status >"$T/st4"
-grep -q "^ state: DEGRADED" "$T/st4" || fail "not DEGRADED: $(cat "$T/st4")"
-grep -Eq "^\s+$T/b.img\s+UNAVAIL" "$T/st4" || fail "b.img not UNAVAIL: $(cat "$T/st4")"
-bind_and_mount
-(cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "files read wrong when degraded"
+restart_without "$T/b.img"
+expect_degraded_without "$T/b.img"
+check_files "when degraded"
 
 # 6. Bad input changes nothing.
 expect_fail timeout 30 "$VOLSTACK" zpool replace mir "$T/nosuch.img" "$T/d.img"
 grep -q "no such device" "$T/expect_fail.err" || fail "replace of no device: $(cat "$T/expect_fail.err")"
 status >"$T/st5"
-diff <(grep -v "scan:" "$T/st4") <(grep -v "scan:" "$T/st5") || fail "a failed replace changed the pool"
+diff <(grep -v "scan:" "$T/degraded") <(grep -v "scan:" "$T/st5") || fail "a failed replace changed the pool"
 
 # 5. Replace and resilver, then lose the other old copy.
-timeout 30 "$VOLSTACK" zpool replace mir "$T/b.img" "$T/c.img"
-status >"$T/st6"
-grep -q "^ state: ONLINE" "$T/st6" || fail "not ONLINE after replace: $(cat "$T/st6")"
-grep -Eq "^\s+$T/c.img\s+ONLINE" "$T/st6" || fail "c.img not ONLINE: $(cat "$T/st6")"
-grep -Eq "scan: resilvered [0-9.]+[KMG] in .* with 0 errors" "$T/st6" || fail "no resilver: $(cat "$T/st6")"
-unmount_and_unbind
-timeout 30 "$VOLSTACK" down
-rm "$T/a.img"
-timeout 30 "$VOLSTACK" up
-bind_and_mount
-(cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "c.img alone does not hold the files"
+replace_resilvers "$T/b.img" "$T/c.img"
+restart_without "$T/a.img"
+check_files "with c.img alone"
 unmount_and_unbind
 echo PASS

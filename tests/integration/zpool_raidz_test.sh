@@ -30,20 +30,12 @@ timeout 30 "$VOLSTACK" up
 on_exit "umount -l $VS_STATE/dev"
 mkdir -p "$T/mnt"
 
-bind_and_mount() {
-  LOOP=$(timeout 20 "$VOLSTACK" losetup -f --show rz/vol)
-  on_exit_detach_loop "$LOOP"
-  mount "$LOOP" "$T/mnt"
-}
-unmount_and_unbind() {
-  umount "$T/mnt"
-  timeout 20 "$VOLSTACK" losetup -d "$LOOP"
-}
-status() { timeout 20 "$VOLSTACK" zpool status -v rz; }
+POOL=rz
+source "$(dirname "$0")/redundancy_lib.sh"
 cksum_of() { awk -v f="$1" '$1 == f {print $5}' "$2"; }
 
 # 1. Files.
-LOOP=$(timeout 20 "$VOLSTACK" losetup -f --show rz/vol)
+LOOP=$(timeout 20 "$VOLSTACK" losetup -f --show "$POOL/vol")
 on_exit_detach_loop "$LOOP"
 mkfs.xfs -q "$LOOP"
 mount "$LOOP" "$T/mnt"
@@ -79,43 +71,22 @@ cksum_b=$(cksum_of "$T/b.img" "$T/st1")
 grep -q "errors: No known data errors" "$T/st1" || fail "data errors reported: $(cat "$T/st1")"
 
 # 3. Scrub.
-timeout 30 "$VOLSTACK" zpool scrub -w rz
-status >"$T/st2"
-grep -Eq "scan: scrub repaired [0-9.]+[KMG] in [0-9:]+ with 0 errors on" "$T/st2" ||
-  fail "scrub repaired nothing: $(cat "$T/st2")"
-timeout 30 "$VOLSTACK" zpool scrub -w rz
-status >"$T/st3"
-grep -q "scan: scrub repaired 0B in .* with 0 errors" "$T/st3" || fail "second scrub: $(cat "$T/st3")"
-(cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "files read wrong after scrub"
+scrub_repairs_then_finds_nothing
 
 # 4. One column lost.
-unmount_and_unbind
-timeout 30 "$VOLSTACK" down
-rm "$T/c.img"
-timeout 30 "$VOLSTACK" up
-status >"$T/st4"
-grep -q "^ state: DEGRADED" "$T/st4" || fail "not DEGRADED: $(cat "$T/st4")"
-grep -Eq "^\s+$T/c.img\s+UNAVAIL" "$T/st4" || fail "c.img not UNAVAIL: $(cat "$T/st4")"
-bind_and_mount
-(cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "files read wrong when degraded"
+restart_without "$T/c.img"
+expect_degraded_without "$T/c.img"
+check_files "when degraded"
 
 # 6. Bad input changes nothing.
 expect_fail timeout 30 "$VOLSTACK" zpool attach rz "$T/a.img" "$T/e.img"
 grep -q "raidz" "$T/expect_fail.err" || fail "attach to a raidz: $(cat "$T/expect_fail.err")"
 status >"$T/st5"
-diff <(grep -v "scan:" "$T/st4") <(grep -v "scan:" "$T/st5") || fail "a failed attach changed the pool"
+diff <(grep -v "scan:" "$T/degraded") <(grep -v "scan:" "$T/st5") || fail "a failed attach changed the pool"
 
 # 5. Replace and resilver, then lose another old column.
-timeout 30 "$VOLSTACK" zpool replace rz "$T/c.img" "$T/d.img"
-status >"$T/st6"
-grep -q "^ state: ONLINE" "$T/st6" || fail "not ONLINE after replace: $(cat "$T/st6")"
-grep -Eq "^\s+$T/d.img\s+ONLINE" "$T/st6" || fail "d.img not ONLINE: $(cat "$T/st6")"
-grep -Eq "scan: resilvered [0-9.]+[KMG] in .* with 0 errors" "$T/st6" || fail "no resilver: $(cat "$T/st6")"
-unmount_and_unbind
-timeout 30 "$VOLSTACK" down
-rm "$T/a.img"
-timeout 30 "$VOLSTACK" up
-bind_and_mount
-(cd "$T/mnt" && sha256sum -c --quiet "$T/manifest") || fail "b.img and d.img do not hold the files"
+replace_resilvers "$T/c.img" "$T/d.img"
+restart_without "$T/a.img"
+check_files "with b.img and d.img"
 unmount_and_unbind
 echo PASS
