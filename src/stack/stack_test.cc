@@ -366,6 +366,8 @@ TEST_F(StackTest, StatusReplyIsTheGraphsTree) {
   EXPECT_EQ(live_tree["pools"][0]["volumes"][0]["active"], true);
   EXPECT_EQ(live_tree["pools"][0]["volumes"][0]["exports"]["devfs"],
             state_.devfs_dir() + "/tank/vol");
+  EXPECT_EQ(offline_tree["pools"][0]["volumes"][0]["active"], false);
+  EXPECT_TRUE(offline_tree["pools"][0]["volumes"][0]["exports"]["devfs"].is_null());
   // What is not live is the same.
   for (auto* t : {&live_tree, &offline_tree}) {
     (*t)["daemon"] = nullptr;
