@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "bdev/file_device.h"
+#include "lvm/activations.h"
 #include "lvm/lv_device.h"
 #include "lvm/lvm.h"
 #include "lvm/mirror_gate.h"
@@ -68,7 +69,7 @@ struct Fixture {
           if (it == devs.end()) return Status::NotFound(n);
           return it->second;
         },
-        false);
+        false, std::make_shared<lvm::Activations>());
     std::vector<const lvm::Pv*> pvs;
     for (const auto& p : paths) pvs.push_back(*lvm->CreatePv(p, {}));
     auto vg = lvm::NewVg("bench", 8192, pvs);

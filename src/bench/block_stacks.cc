@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "bdev/file_device.h"
+#include "lvm/activations.h"
 #include "lvm/lvm.h"
 #include "lvm/vg_ops.h"
 #include "pool/spa.h"
@@ -59,7 +60,9 @@ Result<bdev::BlockDevicePtr> PoolVolume(const BlockStackParams& p, uint64_t vols
 // One PV on `pv_device`, a VG on it, an LV of `lv_size` bytes, activated: what pvcreate,
 // vgcreate and lvcreate do, in-process.
 Result<bdev::BlockDevicePtr> LogicalVolume(bdev::BlockDevicePtr pv_device, uint64_t lv_size) {
-  lvm::Lvm session([pv_device](const std::string&, bool) { return Result(pv_device); }, false);
+  // Activations of its own, as a stack's: nothing process-wide is shared with another stack.
+  lvm::Lvm session([pv_device](const std::string&, bool) { return Result(pv_device); }, false,
+                   std::make_shared<lvm::Activations>());
   VS_ASSIGN_OR_RETURN(lvm::Pv * pv, session.CreatePv("pv", {}));
   VS_ASSIGN_OR_RETURN(lvm::VolumeGroup vg, lvm::NewVg("benchvg", kExtentSectors, {pv}));
   VS_RETURN_IF_ERROR(session.Commit(vg, "vgcreate benchvg"));

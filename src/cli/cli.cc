@@ -14,6 +14,7 @@
 
 #include "cli/verbs.h"
 #include "stack/control_socket.h"
+#include "stack/requests.h"
 #include "stack/stack.h"
 #include "stack/state_dir.h"
 #include "util/request_io.h"
@@ -37,6 +38,17 @@ stack::Stack& Context::stack() const {
     one_shot = stack::Stack::Open(stack::StateDir{global.state_dir}, stack::Mode::kOneShot);
   }
   return *one_shot;
+}
+
+Result<stack::Reply> Context::Call(const stack::Request& request,
+                                   const std::function<void(const std::string&)>& progress) const {
+  if (live == nullptr) {
+    const stack::StateDir state{global.state_dir};
+    if (stack::DaemonIsRunning(state.socket_path())) {
+      return stack::CallDaemon(state.socket_path(), request, progress);
+    }
+  }
+  return stack::Handle(stack(), request, progress);
 }
 
 CLI::App* AddVerb(CLI::App& parent, Context& ctx, const std::string& name,
@@ -139,6 +151,9 @@ std::optional<int> ForwardToDaemonIfRunning(const Invocation& inv, int argc, cha
   if (inv.help || verb.empty() || verb == "daemon" || verb == "bench" || verb == "devfs") {
     return std::nullopt;
   }
+  // A verb with a typed reply parses its command line here and calls the daemon itself
+  // (Context::Call).
+  if (stack::HasTypedReply(verb)) return std::nullopt;
   const stack::StateDir state{inv.state_dir};
   if (!stack::DaemonIsRunning(state.socket_path())) return std::nullopt;
   std::vector<std::string> args(argv, argv + argc);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "stack/protocol.h"
 #include "util/status.h"
 
 namespace volstack::stack {
@@ -39,6 +40,12 @@ struct Context {
   // `live`), else a one-shot stack over global.state_dir, opened on first use (after the
   // command line is parsed). Copies of a Context share it.
   stack::Stack& stack() const;
+
+  // Answers a verb with a typed reply (stack/requests.h) for the verb to format: in the daemon
+  // when one runs for the state dir, else against this command's stack. `progress` gets the
+  // lines a waiting request passes on.
+  Result<stack::Reply> Call(const stack::Request& request,
+                            const std::function<void(const std::string&)>& progress = {}) const;
 
   stack::Stack* live = nullptr;  // the daemon's
   mutable std::shared_ptr<stack::Stack> one_shot;

@@ -16,7 +16,7 @@
 #include "cli/pool_common.h"
 #include "cli/pool_redundancy.h"
 #include "pool/vdev.h"
-#include "stack/control_socket.h"
+#include "stack/requests.h"
 #include "stack/scrub_jobs.h"
 #include "stack/stack.h"
 #include "util/request_io.h"
@@ -241,13 +241,11 @@ int Scrub(Context& ctx, const std::string& name, bool stop, bool pause, bool wai
     if (!job.ok()) return ReportFailure(job.status().WithContext("cannot scrub " + name));
     if (!wait) return kExitOk;
     std::fflush(Out());
-    stack::ControlServer::ReleaseCurrentRequest();
-    stack::Jobs::ReleaseSerialization();
-    while (!(*job)->WaitFor(std::chrono::milliseconds(200))) {
-    }
-    stack::ControlServer::ReacquireCurrentRequest();
-    stack::Jobs::ReacquireSerialization();
-    const Status st = (*job)->Get().status;
+    // The job's progress as it changes, as `volstack jobs -w` prints it.
+    const Status st = stack::FollowJob(**job, [](const std::string& line) {
+      std::fprintf(Out(), "  %s\n", line.c_str());
+      std::fflush(Out());
+    });
     return st.ok() ? kExitOk : ReportFailure(st.WithContext("cannot scrub " + name));
   }
   Status st = (*p)->Scrub();

@@ -1,13 +1,12 @@
 // volstack jobs [-w|-s] [ID...]: the background jobs of the daemon's stack (stack/jobs.h):
-// listed with their progress, waited for, or stopped. Without a daemon there are none.
-#include <chrono>
+// listed with their progress, waited for (printing the progress as it changes), or stopped.
+// Without a daemon there are none. A typed reply (stack/requests.h): this file formats it.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/verbs.h"
-#include "stack/control_socket.h"
-#include "stack/stack.h"
 #include "util/request_io.h"
 
 namespace volstack::cli {
@@ -29,27 +28,15 @@ Result<uint64_t> ParseId(const std::string& text) {
   return static_cast<uint64_t>(v);
 }
 
-void PrintTable(const std::vector<stack::JobRecord::Snapshot>& jobs) {
+void PrintTable(const nlohmann::json& jobs) {
   if (jobs.empty()) return;
   std::fprintf(Out(), "%-4s %-8s %-16s %-8s %s\n", "ID", "KIND", "TARGET", "STATE", "PROGRESS");
   for (const auto& j : jobs) {
-    std::string progress = j.progress;
-    if (j.state == "failed" || j.state == "stopped") progress = j.status.message();
-    std::fprintf(Out(), "%-4llu %-8s %-16s %-8s %s\n", static_cast<unsigned long long>(j.id),
-                 j.kind.c_str(), j.target.c_str(), j.state.c_str(), progress.c_str());
+    std::fprintf(Out(), "%-4llu %-8s %-16s %-8s %s\n",
+                 static_cast<unsigned long long>(j["id"].get<uint64_t>()),
+                 j["kind"].get<std::string>().c_str(), j["target"].get<std::string>().c_str(),
+                 j["state"].get<std::string>().c_str(), j["progress"].get<std::string>().c_str());
   }
-}
-
-// Waits for `record` to end, letting other requests and the jobs run meanwhile.
-Status Wait(const stack::JobRecord& record) {
-  std::fflush(Out());
-  stack::ControlServer::ReleaseCurrentRequest();
-  stack::Jobs::ReleaseSerialization();
-  while (!record.WaitFor(std::chrono::milliseconds(200))) {
-  }
-  stack::ControlServer::ReacquireCurrentRequest();
-  stack::Jobs::ReacquireSerialization();
-  return record.Get().status;
 }
 
 int Jobs(const Context& ctx, const JobsArgs& a) {
@@ -61,39 +48,30 @@ int Jobs(const Context& ctx, const JobsArgs& a) {
     if (!id.ok()) return ReportUsage(id.status().message());
     ids.push_back(*id);
   }
-  stack::Stack& s = ctx.stack();
-  if (!s.live()) {
-    // Jobs run in the daemon; with none, no id names a job.
-    if (!ids.empty()) return ReportFailure(Status::NotFound("no daemon is running, so no job"));
-    return kExitOk;
-  }
-  int rc = kExitOk;
-  if (!a.wait && !a.stop) {
-    auto all = s.jobs().List();
-    if (!ids.empty()) {
-      std::erase_if(
-          all, [&](const auto& j) { return std::find(ids.begin(), ids.end(), j.id) == ids.end(); });
+  // A waited-for job's progress, as it changes, as pvmove follows its move.
+  auto progress = [](const std::string& line) {
+    std::fprintf(Out(), "  %s\n", line.c_str());
+    std::fflush(Out());
+  };
+  auto reply = ctx.Call({"jobs", {{"wait", a.wait}, {"stop", a.stop}, {"ids", ids}}}, progress);
+  if (!reply.ok()) return ReportFailure(reply.status());
+  if (reply->data.contains("jobs")) PrintTable(reply->data["jobs"]);
+  if (reply->data.contains("results")) {
+    for (const auto& r : reply->data["results"]) {
+      if (r.contains("job")) {
+        const auto& j = r["job"];
+        std::fprintf(Out(), "job %llu (%s %s): %s\n",
+                     static_cast<unsigned long long>(j["id"].get<uint64_t>()),
+                     j["kind"].get<std::string>().c_str(), j["target"].get<std::string>().c_str(),
+                     j["state"].get<std::string>().c_str());
+      }
+      if (r.contains("error")) {
+        std::fprintf(Err(), "volstack: %s\n", r["error"].get<std::string>().c_str());
+      }
     }
-    PrintTable(all);
-    return kExitOk;
   }
-  for (uint64_t id : ids) {
-    auto record = s.jobs().Find(id);
-    if (!record) {
-      rc = ReportFailure(Status::NotFound("no job " + std::to_string(id)));
-      continue;
-    }
-    if (a.stop) {
-      if (Status st = s.jobs().Stop(id); !st.ok()) rc = ReportFailure(st);
-      continue;
-    }
-    Status st = Wait(*record);
-    const auto snap = record->Get();
-    std::fprintf(Out(), "job %llu (%s %s): %s\n", static_cast<unsigned long long>(id),
-                 snap.kind.c_str(), snap.target.c_str(), snap.state.c_str());
-    if (!st.ok()) rc = ReportFailure(st);
-  }
-  return rc;
+  for (const auto& e : reply->errors) std::fprintf(Err(), "volstack: %s\n", e.c_str());
+  return reply->code;
 }
 
 }  // namespace

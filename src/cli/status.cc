@@ -3,26 +3,18 @@
 //   pool → its vdevs and volumes → the VG a volume is a PV of → its LVs → each device's
 //   exports (devfs file, loop devices and what mounts them, NBD listeners)
 //
-// with health, sizes and what uses what; `--json` gives the same data. The data comes from
-// the state dir (zpool.cache, lvm/active, loops.json, nbd.json), the pools and PV labels
-// (read-only when no daemon runs; the daemon's own open pools when it does), and the kernel
-// (loop devices from sysfs, mounts from /proc/self/mountinfo, open devfs files from /proc).
-// Only the first line and what is live (active devices, the devfs mount, serving listeners)
-// differ between a daemon and none.
+// with health, sizes and what uses what; `--json` gives the same data. The data is the stack
+// graph (stack/graph.h) as a typed reply (stack/requests.h): the daemon's when one runs, else
+// this command's own stack's (the pools and PV labels read-only). This file only prints it,
+// so only the first line and what is live (active devices, the devfs mount, serving
+// listeners) differ between a daemon and none.
 #include "cli/status.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <set>
 
-#include "cli/device_usage.h"
-#include "cli/lvm_common.h"
 #include "cli/pool_common.h"
 #include "cli/status_snapshots.h"
-#include "export/loop_bindings.h"
-#include "stack/nbd_listeners.h"
-#include "stack/stack.h"
 #include "util/request_io.h"
 
 namespace volstack::cli {
@@ -30,53 +22,6 @@ namespace volstack::cli {
 namespace {
 
 using nlohmann::json;
-
-// A device's exports: devfs file (live), loop devices (live, and recorded ones not bound),
-// NBD listeners (recorded; serving or not).
-json ExportsOf(const std::string& name, const DeviceUsage& usage, bool active,
-               const std::string& devfs_dir, const std::vector<exportfs::LoopBinding>& recorded,
-               const std::vector<stack::NbdListenerStatus>& nbd) {
-  json e = json::object();
-  e["devfs"] = active && !devfs_dir.empty() ? json(devfs_dir + "/" + name) : json(nullptr);
-  json loops = json::array();
-  std::set<std::string> bound;
-  for (const auto& l : usage.LoopsOf(name)) {
-    bound.insert(l.device);
-    json mounts = json::array();
-    for (const auto& m : usage.MountsOf(l.device)) {
-      mounts.push_back({{"mount_point", m.mount_point}, {"fstype", m.fstype}});
-    }
-    loops.push_back({{"device", l.device},
-                     {"bound", true},
-                     {"sector_size", l.sector_size},
-                     {"read_only", l.read_only},
-                     {"mounts", mounts}});
-  }
-  for (const auto& b : recorded) {
-    if (b.name == name && !bound.count(b.device)) {
-      loops.push_back({{"device", b.device},
-                       {"bound", false},
-                       {"sector_size", b.sector_size},
-                       {"read_only", b.read_only},
-                       {"mounts", json::array()}});
-    }
-  }
-  e["loops"] = loops;
-  json listeners = json::array();
-  for (const auto& l : nbd) {
-    for (const auto& x : l.record.exports) {
-      if (x.device != name) continue;
-      const bool missing =
-          std::find(l.unserved.begin(), l.unserved.end(), x.name) != l.unserved.end();
-      listeners.push_back({{"address", l.record.address()},
-                           {"export", x.name},
-                           {"serving", l.serving && !missing},
-                           {"connections", l.connections}});
-    }
-  }
-  e["nbd"] = listeners;
-  return e;
-}
 
 void PrintExports(const json& e, const std::string& indent) {
   if (!e["devfs"].is_null()) {
@@ -103,115 +48,23 @@ void PrintExports(const json& e, const std::string& indent) {
 }  // namespace
 
 int PrintStatus(const Context& ctx) {
-  const stack::StateDir state{ctx.global.state_dir};
-  stack::Stack& stk = ctx.stack();
-  stack::Stack* daemon = stk.live() ? &stk : nullptr;
-  const std::string devfs_dir = daemon ? daemon->devfs_dir() : "";
-  const DeviceUsage usage = DeviceUsage::Snapshot(ctx);
-  auto loops = exportfs::LoadLoopBindings(ctx.global.state_dir);
-  if (!loops.ok()) std::fprintf(Err(), "volstack: %s\n", loops.status().ToString().c_str());
-  const auto recorded_loops = loops.ok() ? *loops : std::vector<exportfs::LoopBinding>{};
-  auto nbd = stk.nbd().List();
-  if (!nbd.ok()) std::fprintf(Err(), "volstack: %s\n", nbd.status().ToString().c_str());
-  const auto listeners = nbd.ok() ? *nbd : std::vector<stack::NbdListenerStatus>{};
-  const auto active_list = lvmcli::ReadListFile(lvmcli::ActiveFile(ctx));
-  const std::set<std::string> at_up(active_list.begin(), active_list.end());
-  auto is_active = [&](const std::string& name) {
-    return daemon != nullptr && daemon->registry().Find(name) != nullptr;
-  };
-  auto exports = [&](const std::string& name) {
-    return ExportsOf(name, usage, is_active(name), devfs_dir, recorded_loops, listeners);
-  };
-
-  json tree;
+  auto reply = ctx.Call({"status", json::object()});
+  if (!reply.ok()) return ReportFailure(reply.status());
+  for (const auto& e : reply->errors) std::fprintf(Err(), "volstack: %s\n", e.c_str());
+  json tree = reply->data["tree"];
+  // The state dir as this command was given it (the daemon's may be spelled otherwise).
   tree["state_dir"] = ctx.global.state_dir;
-  tree["daemon"] = daemon != nullptr;
-  tree["devfs"] = devfs_dir.empty() ? json(nullptr) : json(devfs_dir);
-  const std::string transport = daemon ? daemon->devfs_transport() : "";
-  tree["fuse_transport"] = transport.empty() ? json(nullptr) : json(transport);
-
-  // Pools, their vdevs and volumes.
-  json pools = json::array();
-  auto cached = poolcli::ReadCache(ctx);
-  if (!cached.ok()) std::fprintf(Err(), "volstack: %s\n", cached.status().ToString().c_str());
-  const auto unavailable =
-      daemon ? daemon->UnavailablePools() : std::map<std::string, std::string>{};
-  for (const auto& entry : cached.ok() ? *cached : std::vector<poolcli::CachedPool>{}) {
-    json p{{"name", entry.name}, {"vdevs", entry.vdevs}, {"volumes", json::array()}};
-    // The daemon's own pool; without a daemon, a read-only import.
-    std::shared_ptr<pool::Pool> live;
-    if (daemon != nullptr) {
-      live = daemon->FindLivePool(entry.name);
-      if (!live) {
-        auto it = unavailable.find(entry.name);
-        p["health"] = "UNAVAIL";
-        p["reason"] = it != unavailable.end() ? it->second : "not imported";
-      }
-    } else if (auto opened = poolcli::OpenPool(ctx, entry.name, /*read_only=*/true); !opened.ok()) {
-      p["health"] = "UNAVAIL";
-      p["reason"] = opened.status().message();
-    } else {
-      live = *opened;
-    }
-    if (live) {
-      const auto info = live->Info();
-      p["health"] = info.health;
-      p["size"] = info.size;
-      p["allocated"] = info.allocated;
-      for (const auto& d : live->ListDatasets()) {
-        if (d.type != "volume") continue;
-        p["volumes"].push_back({{"name", d.name},
-                                {"size", d.volsize},
-                                {"volblocksize", d.volblocksize},
-                                {"active", is_active(d.name)},
-                                {"pv_of", usage.VgOfPv(d.name)},
-                                {"used_by", usage.UsesOf(d.name)},
-                                {"exports", exports(d.name)},
-                                {"snapshots", SnapshotsOfVolume(*live, d, exports)}});
-      }
-    }
-    pools.push_back(p);
-  }
-  tree["pools"] = pools;
-
-  // VGs, their PVs and LVs.
-  json vgs = json::array();
-  {
-    auto session = lvmcli::OpenSession(ctx, /*read_only=*/true);
-    for (const auto& h : session->vgs()) {
-      json v{{"name", h.vg.name},
-             {"extent_size", h.vg.extent_bytes()},
-             {"size", h.vg.total_extents() * h.vg.extent_bytes()},
-             {"free", (h.vg.total_extents() - h.vg.allocated_extents()) * h.vg.extent_bytes()},
-             {"partial", h.partial()},
-             {"pvs", json::array()},
-             {"lvs", json::array()}};
-      for (size_t i = 0; i < h.vg.pvs.size(); i++) {
-        const lvm::Pv* pv = i < h.pvs.size() ? h.pvs[i] : nullptr;
-        v["pvs"].push_back({{"name", pv ? pv->name() : h.vg.pvs[i].device},
-                            {"missing", pv == nullptr},
-                            {"size", uint64_t{h.vg.pvs[i].pe_count} * h.vg.extent_bytes()}});
-      }
-      for (const auto& lv : h.vg.lvs) {
-        if (!lv.visible()) continue;
-        const std::string name = h.vg.name + "/" + lv.name;
-        v["lvs"].push_back({{"name", name},
-                            {"size", uint64_t{lv.le_count()} * h.vg.extent_bytes()},
-                            {"active", is_active(name)},
-                            {"active_at_up", at_up.count(name) > 0},
-                            {"used_by", usage.UsesOf(name)},
-                            {"exports", exports(name)}});
-      }
-      vgs.push_back(v);
-    }
-  }
-  tree["vgs"] = vgs;
-
+  const bool daemon = tree["daemon"].get<bool>();
+  const std::string devfs_dir = tree["devfs"].is_string() ? tree["devfs"].get<std::string>() : "";
+  const std::string transport =
+      tree["fuse_transport"].is_string() ? tree["fuse_transport"].get<std::string>() : "";
+  const json& pools = tree["pools"];
+  const json& vgs = tree["vgs"];
   if (ctx.global.json) {
     std::fprintf(Out(), "%s\n", tree.dump(2).c_str());
-    return kExitOk;
+    return reply->code;
   }
-  std::string reason = daemon ? daemon->devfs_transport_reason() : "";
+  std::string reason = daemon ? reply->data["fuse_transport_reason"].get<std::string>() : "";
   if (!reason.empty()) reason = ": " + reason;
   std::fprintf(
       Out(), "stack %s (%s)\n", ctx.global.state_dir.c_str(),
@@ -259,7 +112,7 @@ int PrintStatus(const Context& ctx) {
       PrintExports(lv["exports"], "      ");
     }
   }
-  return kExitOk;
+  return reply->code;
 }
 
 }  // namespace volstack::cli

@@ -7,23 +7,6 @@
 
 namespace volstack::cli {
 
-nlohmann::json SnapshotsOfVolume(pool::Pool& pool, const pool::DatasetInfo& volume,
-                                 const std::function<nlohmann::json(const std::string&)>& exports) {
-  auto snapdev = volume.props.find("snapdev");
-  const bool devices = snapdev != volume.props.end() && snapdev->second == "visible";
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& s : pool.ListSnapshots(volume.name)) {
-    nlohmann::json j{{"name", s.name},
-                     {"used", s.used},
-                     {"referenced", s.referenced},
-                     {"written", s.written},
-                     {"device", devices}};
-    if (devices) j["exports"] = exports(s.name);
-    out.push_back(std::move(j));
-  }
-  return out;
-}
-
 std::string SnapshotCount(const nlohmann::json& snapshots) {
   if (!snapshots.is_array() || snapshots.empty()) return "";
   return "  snapshots " + std::to_string(snapshots.size());

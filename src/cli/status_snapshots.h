@@ -1,20 +1,14 @@
 // The snapshots in `volstack status` (status.cc): under each volume, its snapshots oldest
 // first with their space, and, for a volume with snapdev=visible, each snapshot's exports
-// like any device's (devfs file, loop devices, NBD).
+// like any device's (devfs file, loop devices, NBD). The data: stack/requests.cc's tree,
+// [{"name", "used", "referenced", "written", "device", "exports"}...].
 #pragma once
 
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "pool/spa.h"
-
 namespace volstack::cli {
-
-// [{"name", "used", "referenced", "written", "device", "exports"}...]; `exports` gives a
-// device's exports object (status.cc's ExportsOf), asked only for snapshots that are devices.
-nlohmann::json SnapshotsOfVolume(pool::Pool& pool, const pool::DatasetInfo& volume,
-                                 const std::function<nlohmann::json(const std::string&)>& exports);
 
 // "snapshots N" for the volume's line ("" with none), then a line per snapshot, its exports
 // below it, with `indent`. `print_exports` prints an exports object (status.cc's).

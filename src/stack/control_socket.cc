@@ -149,7 +149,8 @@ bool DaemonIsRunning(const std::string& socket_path) {
 }
 
 Result<std::unique_ptr<ControlServer>> ControlServer::Start(const std::string& socket_path,
-                                                            Handler handler) {
+                                                            Handler handler,
+                                                            CallHandler call_handler) {
   if (DaemonIsRunning(socket_path)) {
     return Status::FromErrno(EADDRINUSE, "a daemon is already running on " + socket_path);
   }
@@ -165,11 +166,16 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Start(const std::string& s
     ::close(fd);
     return s;
   }
-  return std::make_unique<ControlServer>(socket_path, fd, std::move(handler));
+  return std::make_unique<ControlServer>(socket_path, fd, std::move(handler),
+                                         std::move(call_handler));
 }
 
-ControlServer::ControlServer(std::string socket_path, int listen_fd, Handler handler)
-    : socket_path_(std::move(socket_path)), listen_fd_(listen_fd), handler_(std::move(handler)) {
+ControlServer::ControlServer(std::string socket_path, int listen_fd, Handler handler,
+                             CallHandler call_handler)
+    : socket_path_(std::move(socket_path)),
+      listen_fd_(listen_fd),
+      handler_(std::move(handler)),
+      call_handler_(std::move(call_handler)) {
   DaemonHome();
   acceptor_ = std::thread([this] { AcceptLoop(); });
 }
@@ -261,6 +267,15 @@ void ControlServer::Serve(int conn) {
     if (body.status().IsCorruption()) refuse(body.status());
     return;
   }
+  if (FrameType(*body) == "call") {
+    close_fds();  // a call carries no streams: its client prints the reply
+    auto call = DecodeCall(*body);
+    if (!call.ok()) return refuse(call.status());
+    if (!call_handler_) {
+      return refuse(Status::FromErrno(EPROTO, "this daemon answers no typed requests"));
+    }
+    return RunCall(conn, *call);
+  }
   auto request = DecodeRequest(*body);
   if (!request.ok()) {
     close_fds();
@@ -293,7 +308,6 @@ void ControlServer::RunRequest(int conn, ControlRequest request, int fds[3]) {
   io.in_fd = fds[0];
   io.out_fd = fds[1];
   io.err_fd = fds[2];
-  io.cwd = request.cwd;
   io.stdin_tty = request.stdin_tty;
   io.stdout_tty = request.stdout_tty;
   io.stderr_tty = request.stderr_tty;
@@ -322,6 +336,56 @@ void ControlServer::RunRequest(int conn, ControlRequest request, int fds[3]) {
   for (int i = 0; i < 3; i++) ::close(fds[i]);
   const std::string reply = code.ok() ? EncodeExit(*code) : EncodeError(code.status().message());
   SendFrame(conn, reply).IgnoreError();
+}
+
+void ControlServer::RunCall(int conn, const Request& request) {
+  Result<Reply> reply = Status::FromErrno(EPROTO, "no reply");
+  {
+    std::unique_lock lock(request_mu_);
+    t_request_lock = &lock;
+    // A client that has gone away stops receiving progress; the request still ends.
+    bool connected = true;
+    auto progress = [conn, &connected](const std::string& text) {
+      if (connected) connected = SendFrame(conn, EncodeProgress(text)).ok();
+    };
+    reply = call_handler_(request, progress);
+    t_request_lock = nullptr;
+  }
+  const std::string frame =
+      reply.ok() ? EncodeTypedReply(*reply) : EncodeError(reply.status().message());
+  if (frame.size() > kMaxMessageBytes) {
+    SendFrame(conn, EncodeError("the reply is larger than a frame may be")).IgnoreError();
+    return;
+  }
+  SendFrame(conn, frame).IgnoreError();
+}
+
+Result<Reply> CallDaemon(const std::string& socket_path, const Request& request,
+                         const std::function<void(const std::string&)>& progress) {
+  VS_ASSIGN_OR_RETURN(int fd, Connect(socket_path));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  VS_RETURN_IF_ERROR(SendFrame(fd, EncodeHello(kProtocolVersion)));
+  auto hello = RecvFrame(fd);
+  if (!hello.ok()) return hello.status().WithContext("the daemon did not answer");
+  VS_ASSIGN_OR_RETURN(const int version, DecodeHello(*hello));
+  if (version != kProtocolVersion) {
+    return Status::FromErrno(EPROTO, "the daemon answered with control protocol version " +
+                                         std::to_string(version) + ", not " +
+                                         std::to_string(kProtocolVersion));
+  }
+  const std::string body = EncodeCall(request);
+  if (body.size() > kMaxMessageBytes) return Status::InvalidArgument("request too long");
+  VS_RETURN_IF_ERROR(SendFrame(fd, body));
+  while (true) {
+    auto frame = RecvFrame(fd);
+    if (!frame.ok()) return frame.status().WithContext("the daemon did not answer");
+    VS_ASSIGN_OR_RETURN(CallAnswer answer, DecodeCallAnswer(*frame));
+    if (!answer.progress) return std::move(answer.reply);
+    if (progress) progress(*answer.progress);
+  }
 }
 
 Result<int> ForwardToDaemon(const std::string& socket_path, const std::vector<std::string>& argv) {

@@ -1,6 +1,7 @@
 // The daemon's control socket: how a CLI process hands a command to the running daemon, in
 // the typed protocol of stack/protocol.h (a versioned hello, then one request carrying the
-// client's stdin/stdout/stderr as descriptors, then the exit code).
+// client's stdin/stdout/stderr as descriptors, then the exit code; or a typed call, answered
+// by progress lines and a typed reply the client formats).
 //
 // Each connection is served on a thread of its own. The request's descriptors become that
 // thread's RequestIo (util/request_io.h) and the thread gets a working directory of its own
@@ -33,11 +34,16 @@ class ControlServer {
   // Runs the request with the client's streams installed as the thread's RequestIo; returns
   // the exit code. A Status is sent to the client as an error frame.
   using Handler = std::function<Result<int>(const ControlRequest&)>;
+  // Answers a typed request (stack/requests.h), sending each progress line to the client as
+  // it comes. A Status is sent as an error frame.
+  using CallHandler = std::function<Result<Reply>(
+      const Request&, const std::function<void(const std::string&)>& progress)>;
 
   // Binds `socket_path` (replacing a stale socket; EADDRINUSE if a live daemon answers there)
-  // and starts accepting.
+  // and starts accepting. Without a `call_handler`, calls are refused.
   static Result<std::unique_ptr<ControlServer>> Start(const std::string& socket_path,
-                                                      Handler handler);
+                                                      Handler handler,
+                                                      CallHandler call_handler = {});
   // Stops accepting, drops connections still saying hello, waits for running requests, removes
   // the socket.
   ~ControlServer();
@@ -50,16 +56,18 @@ class ControlServer {
   static void ReleaseCurrentRequest();
   static void ReacquireCurrentRequest();
 
-  ControlServer(std::string socket_path, int listen_fd, Handler handler);
+  ControlServer(std::string socket_path, int listen_fd, Handler handler, CallHandler call_handler);
 
  private:
   void AcceptLoop();
   void Serve(int conn);
   void RunRequest(int conn, ControlRequest request, int fds[3]);
+  void RunCall(int conn, const Request& request);
 
   const std::string socket_path_;
   const int listen_fd_;
   const Handler handler_;
+  const CallHandler call_handler_;
   std::atomic<bool> stopping_{false};
   std::mutex request_mu_;  // one request at a time
   std::mutex conn_mu_;
@@ -76,6 +84,11 @@ bool DaemonIsRunning(const std::string& socket_path);
 // ECONNREFUSED / ENOENT when no daemon listens; EPROTO with the daemon's message when it
 // refused (another protocol version, a verb it does not run).
 Result<int> ForwardToDaemon(const std::string& socket_path, const std::vector<std::string>& argv);
+
+// Sends `request` to the daemon as a typed call and returns its reply; each progress frame
+// before it is passed to `progress`. Errors as ForwardToDaemon.
+Result<Reply> CallDaemon(const std::string& socket_path, const Request& request,
+                         const std::function<void(const std::string&)>& progress);
 
 // The frames themselves, for tests that speak the protocol by hand.
 Status SendFrame(int fd, const std::string& body);

@@ -169,6 +169,13 @@ TEST_F(ControlSocketTest, BadBytesGetOneClearErrorAndTheServerKeepsServing) {
            Case{frame(hello) + frame("{\"type\":\"request\",\"verb\":\"a\",\"args\":[\"b\"],"
                                      "\"cwd\":\"/\"}"),
                 "request.verb 'a' is not the verb of its args"},
+           // Typed calls: a malformed one, and a good one to a server that answers none.
+           Case{frame(hello) + frame("{\"type\":\"call\",\"verb\":\"jobs\",\"args\":[1]}"),
+                "call.args is not an object"},
+           Case{frame(hello) + frame("{\"type\":\"call\",\"args\":{}}"),
+                "call.verb is not a string"},
+           Case{frame(hello) + frame(EncodeCall({"jobs", nlohmann::json::object()})),
+                "this daemon answers no typed requests"},
        }) {
     const int fd = Raw();
     ASSERT_EQ(::write(fd, c.bytes.data(), c.bytes.size()), static_cast<ssize_t>(c.bytes.size()));

@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "stack/requests.h"
 #include "util/file_util.h"
 #include "util/state_file.h"
 
@@ -54,7 +55,12 @@ Status Daemon::Run(const StateDir& state, Hooks hooks, std::function<void(Status
     Jobs::Scope serial(stack->jobs());
     return hooks.handle_request(*stack, request);
   };
-  auto server = ControlServer::Start(state.socket_path(), handler);
+  auto call_handler = [&stack](const Request& request,
+                               const ProgressFn& progress) -> Result<Reply> {
+    Jobs::Scope serial(stack->jobs());
+    return Handle(*stack, request, progress);
+  };
+  auto server = ControlServer::Start(state.socket_path(), handler, call_handler);
   if (!server.ok()) {
     {
       Jobs::Scope serial(stack->jobs());

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "stack/test_kernel.h"
@@ -231,6 +232,103 @@ TEST(DaemonTest, ConcurrentRequestsGetOnlyTheirOwnOutput) {
   EXPECT_EQ(listed.out, "1 slow tank running\n");
   EXPECT_GT(job_steps.load(), 0);
   ASSERT_EQ(forward({"volstack", "stop"}).code, 0);
+  daemon.join();
+  std::filesystem::remove_all(tmpl);
+}
+
+// Typed calls: `jobs` answered with data; a waiting `jobs -w` passes the job's progress on as
+// it changes, and another call (`jobs -s`) is answered meanwhile.
+TEST(DaemonTest, TypedCallsListWaitWithProgressAndStop) {
+  char tmpl[] = "/tmp/volstack-daemon-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const StateDir state{tmpl};
+  std::atomic<bool> job_stop{false};
+  Daemon::Hooks hooks;
+  hooks.handle_request = [&](Stack& stack, const ControlRequest& r) -> Result<int> {
+    if (r.verb == "stop") {
+      stack.RequestStop();
+      return 0;
+    }
+    auto job = stack.jobs().Start(
+        "slow", "tank",
+        [&](JobRecord& record) {
+          for (int step = 1; !job_stop; step++) {
+            record.SetProgress("step " + std::to_string(step));
+            std::this_thread::sleep_for(5ms);
+          }
+          return Status::Ok();
+        },
+        [&] { job_stop = true; });
+    return job.ok() ? 0 : 1;
+  };
+  std::promise<Status> ready;
+  std::thread daemon([&] {
+    Stack::Options options;
+    options.kernel = std::make_shared<TestKernel>();
+    EXPECT_TRUE(Daemon::Run(
+                    state, hooks, [&](Status up) { ready.set_value(up); }, options)
+                    .ok());
+  });
+  ASSERT_TRUE(ready.get_future().get().ok());
+  auto run = [&](const std::string& verb) {
+    RequestIo io;
+    io.in_fd = ::open("/dev/null", O_RDONLY);
+    io.out_fd = io.err_fd = ::open("/dev/null", O_WRONLY);
+    io.out = io.err = stdout;
+    ScopedRequestIo scoped(&io);
+    auto code = ForwardToDaemon(state.socket_path(), {"volstack", verb});
+    ::close(io.in_fd);
+    ::close(io.out_fd);
+    return code.ok() ? *code : -1;
+  };
+  ASSERT_EQ(run("start"), 0);
+
+  auto listed = CallDaemon(state.socket_path(), {"jobs", nlohmann::json::object()}, {});
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->data["jobs"].size(), 1u);
+  EXPECT_EQ(listed->data["jobs"][0]["kind"], "slow");
+  EXPECT_EQ(listed->data["jobs"][0]["state"], "running");
+
+  std::mutex mu;
+  std::vector<std::string> lines;
+  std::atomic<bool> got_progress{false};
+  Result<Reply> waited = Status::FromErrno(EPROTO, "not yet");
+  std::thread waiter([&] {
+    waited = CallDaemon(state.socket_path(), {"jobs", {{"wait", true}, {"ids", {1}}}},
+                        [&](const std::string& line) {
+                          std::lock_guard l(mu);
+                          lines.push_back(line);
+                          got_progress = true;
+                        });
+  });
+  for (int i = 0; i < 1000 && !got_progress; i++) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(got_progress.load());
+  // The waiter holds no lock while it waits: a stop is answered.
+  auto stopped = CallDaemon(state.socket_path(), {"jobs", {{"stop", true}, {"ids", {1}}}}, {});
+  waiter.join();
+  ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
+  EXPECT_EQ(stopped->code, 0);
+  ASSERT_TRUE(waited.ok()) << waited.status().ToString();
+  EXPECT_EQ(waited->code, 0);
+  ASSERT_EQ(waited->data["results"].size(), 1u);
+  EXPECT_EQ(waited->data["results"][0]["job"]["id"], 1);
+  EXPECT_NE(waited->data["results"][0]["job"]["state"], "running");
+  EXPECT_FALSE(lines.empty());
+  if (!lines.empty()) {
+    EXPECT_EQ(lines[0].rfind("job 1 (slow tank): step ", 0), 0u) << lines[0];
+  }
+
+  auto missing = CallDaemon(state.socket_path(), {"jobs", {{"wait", true}, {"ids", {9}}}}, {});
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(missing->code, 1);
+  EXPECT_NE(missing->data["results"][0]["error"].get<std::string>().find("no job 9"),
+            std::string::npos);
+  // A call this daemon does not know is refused with one message.
+  auto unknown = CallDaemon(state.socket_path(), {"nonesuch", nlohmann::json::object()}, {});
+  EXPECT_EQ(unknown.status().code(), EPROTO);
+  EXPECT_NE(unknown.status().message().find("no typed request 'nonesuch'"), std::string::npos);
+
+  ASSERT_EQ(run("stop"), 0);
   daemon.join();
   std::filesystem::remove_all(tmpl);
 }

@@ -6,6 +6,7 @@
 // Threads: the Stack calls it from its request thread, one call at a time.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,13 @@
 #include "export/loop_device.h"
 
 namespace volstack::stack {
+
+// One line of /proc/self/mountinfo.
+struct MountEntry {
+  std::string source;       // "/dev/loop3"
+  std::string mount_point;  // "/mnt/x"
+  std::string fstype;       // "xfs"
+};
 
 // A mounted devfs: a file per device of the registry it serves.
 class DevfsMount {
@@ -43,6 +51,12 @@ class Kernel {
   virtual Status DetachLoop(const std::string& device) = 0;
   // Whether block device `device` is mounted (/proc/mounts).
   virtual bool IsMounted(const std::string& device) = 0;
+  // The mounts of this process's namespace (/proc/self/mountinfo).
+  virtual std::vector<MountEntry> ReadMounts() = 0;
+  // Every file under `prefix` some other process holds open (/proc/*/fd, as fuser finds
+  // them): path -> "pid N (comm)" per process.
+  virtual std::map<std::string, std::vector<std::string>> OpenFilesUnder(
+      const std::string& prefix) = 0;
 };
 
 // The real kernel.

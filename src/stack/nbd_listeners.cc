@@ -175,12 +175,10 @@ Status NbdListeners::Restore() {
 
 void NbdListeners::StopAll() { live_.clear(); }
 
-std::vector<std::string> NbdListeners::ListenersOf(const std::string& device) const {
-  std::vector<std::string> out;
+std::vector<NbdListeners::LiveExport> NbdListeners::LiveExports() const {
+  std::vector<LiveExport> out;
   for (const auto& [address, l] : live_) {
-    for (const auto& e : l->record.exports) {
-      if (e.device == device) out.push_back(address);
-    }
+    for (const auto& e : l->record.exports) out.push_back({address, e.name, e.device});
   }
   return out;
 }

@@ -57,8 +57,12 @@ class NbdListeners {
   // At `down`: disconnects clients and closes every listener. Records stay for the next `up`.
   void StopAll();
 
-  // The live listeners' addresses exporting device `device` (busy checks, status).
-  std::vector<std::string> ListenersOf(const std::string& device) const;
+  // Every export of the live listeners, by address: {address, export name, device}.
+  struct LiveExport {
+    std::string address, export_name, device;
+  };
+  // (The graph's NBD nodes, stack/graph.h.)
+  std::vector<LiveExport> LiveExports() const;
 
  private:
   struct Listener;

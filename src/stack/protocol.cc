@@ -103,6 +103,68 @@ Result<int> DecodeReply(std::string_view body) {
   return j["code"].get<int>();
 }
 
+std::string EncodeCall(const Request& r) {
+  return json{{"type", "call"}, {"verb", r.verb}, {"args", r.args}}.dump();
+}
+
+Result<Request> DecodeCall(std::string_view body) {
+  VS_ASSIGN_OR_RETURN(json j, ParseObject(body, "the call"));
+  if (j["type"] != "call") {
+    return Bad("expected a call, got \"" + j["type"].get<std::string>() + "\"");
+  }
+  Request r;
+  if (!j.contains("verb") || !j["verb"].is_string()) return Bad("call.verb is not a string");
+  r.verb = j["verb"].get<std::string>();
+  if (!j.contains("args") || !j["args"].is_object()) return Bad("call.args is not an object");
+  r.args = j["args"];
+  return r;
+}
+
+std::string FrameType(std::string_view body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string()) {
+    return "";
+  }
+  return j["type"].get<std::string>();
+}
+
+std::string EncodeProgress(const std::string& text) {
+  return json{{"type", "progress"}, {"text", text}}.dump();
+}
+
+std::string EncodeTypedReply(const Reply& reply) {
+  return json{
+      {"type", "reply"}, {"code", reply.code}, {"data", reply.data}, {"errors", reply.errors}}
+      .dump();
+}
+
+Result<CallAnswer> DecodeCallAnswer(std::string_view body) {
+  VS_ASSIGN_OR_RETURN(json j, ParseObject(body, "the daemon's reply"));
+  CallAnswer a;
+  if (j["type"] == "error") {
+    if (!j.contains("message") || !j["message"].is_string()) return Bad("error without a message");
+    return Status::FromErrno(EPROTO, j["message"].get<std::string>());
+  }
+  if (j["type"] == "progress") {
+    if (!j.contains("text") || !j["text"].is_string()) return Bad("progress without a text");
+    a.progress = j["text"].get<std::string>();
+    return a;
+  }
+  if (j["type"] != "reply")
+    return Bad("expected a reply, got \"" + j["type"].get<std::string>() + "\"");
+  if (!j.contains("code") || !j["code"].is_number_integer())
+    return Bad("reply.code is not an integer");
+  if (!j.contains("data")) return Bad("reply has no data");
+  if (!j.contains("errors") || !j["errors"].is_array()) return Bad("reply.errors is not an array");
+  a.reply.code = j["code"].get<int>();
+  a.reply.data = j["data"];
+  for (const auto& e : j["errors"]) {
+    if (!e.is_string()) return Bad("reply.errors holds a non-string");
+    a.reply.errors.push_back(e.get<std::string>());
+  }
+  return a;
+}
+
 std::string VerbOf(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); i++) {
     const std::string& a = args[i];

@@ -13,6 +13,13 @@
 //   daemon -> client  {"type":"exit","code":N}            the command has finished
 //                     {"type":"error","message":"..."}    the request was refused
 //
+// or, for a verb with a typed reply (stack/requests.h), instead of the request:
+//
+//   client -> daemon  {"type":"call","verb":"jobs","args":{...}}    no descriptors
+//   daemon -> client  {"type":"progress","text":"..."}              zero or more
+//                     {"type":"reply","code":N,"data":{...},"errors":["..."]}
+//                     {"type":"error","message":"..."}              the call was refused
+//
 // "args" is the command line after the program name (global options included); "verb" is its
 // first word that is not an option, for the daemon to refuse the verbs it never runs. The
 // descriptors are used by that request only (util/request_io.h), and "cwd" is the request's
@@ -21,6 +28,8 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,7 +39,7 @@
 namespace volstack::stack {
 
 // Bumped whenever a message changes meaning; client and daemon must agree exactly.
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;
 inline constexpr uint32_t kMaxMessageBytes = 1 << 20;
 
 struct ControlRequest {
@@ -40,6 +49,20 @@ struct ControlRequest {
   bool stdin_tty = false;
   bool stdout_tty = false;
   bool stderr_tty = false;
+};
+
+// A typed request: the verb and its arguments as the verb's handler takes them
+// (stack/requests.h), with no streams: the client formats the reply itself.
+struct Request {
+  std::string verb;
+  nlohmann::json args = nlohmann::json::object();
+};
+// What a typed request answers: the exit code, the verb's data, and the error lines its client
+// prints on stderr ("volstack: " + each), in order.
+struct Reply {
+  int code = 0;
+  nlohmann::json data = nlohmann::json::object();
+  std::vector<std::string> errors;
 };
 
 std::string EncodeHello(int version);
@@ -53,6 +76,21 @@ std::string EncodeExit(int code);
 std::string EncodeError(const std::string& message);
 // An exit frame's code; an error frame becomes a Status carrying its message (EPROTO).
 Result<int> DecodeReply(std::string_view body);
+
+std::string EncodeCall(const Request& request);
+// A "call" frame (the type already checked by the caller, who peeks at it with FrameType).
+Result<Request> DecodeCall(std::string_view body);
+// The "type" of a frame ("" when it has none).
+std::string FrameType(std::string_view body);
+std::string EncodeProgress(const std::string& text);
+std::string EncodeTypedReply(const Reply& reply);
+// What the daemon says after a call: a progress line (`progress` set) or the reply; an error
+// frame becomes a Status carrying its message (EPROTO).
+struct CallAnswer {
+  std::optional<std::string> progress;
+  Reply reply;
+};
+Result<CallAnswer> DecodeCallAnswer(std::string_view body);
 
 // The verb of a command line: its first word that is not an option or an option's value.
 std::string VerbOf(const std::vector<std::string>& args);

@@ -35,6 +35,7 @@
 #include "lvm/activations.h"
 #include "lvm/lvm.h"
 #include "pool/spa.h"
+#include "stack/graph.h"
 #include "stack/jobs.h"
 #include "stack/kernel.h"
 #include "stack/pool_cache.h"
@@ -94,6 +95,14 @@ class Stack {
   Result<std::shared_ptr<pool::Pool>> OpenPool(const std::string& name, bool read_only);
   // An LVM session over the devices file, the pool volumes and `extra` names.
   std::unique_ptr<lvm::Lvm> OpenLvm(bool read_only, const std::vector<std::string>& extra = {});
+
+  // The stack as nodes and edges (graph.h; graph.cc): what status prints, what the busy
+  // checks ask. Problems reading a record are in the graph, never a failure.
+  StackGraph Graph(GraphDepth depth);
+  // EBUSY "<name> is <its uses>" for the first of `names` in use (StackGraph::UsesOf).
+  Status CheckNotInUse(const std::vector<std::string>& names) {
+    return names.empty() ? Status::Ok() : Graph(GraphDepth::kUses).CheckNotInUse(names);
+  }
 
   // The live view (empty for a one-shot stack): a pool held open by Up; pools it could not
   // import and why; the devfs mount point ("" when not mounted).

@@ -14,7 +14,9 @@
 
 #include "bdev/memory_device.h"
 #include "export/loop_bindings.h"
+#include "stack/nbd_state.h"
 #include "stack/pool_cache.h"
+#include "stack/requests.h"
 #include "stack/test_kernel.h"
 
 namespace volstack::stack {
@@ -231,6 +233,167 @@ TEST_F(StackTest, OneShotStackRegistersNothing) {
   EXPECT_TRUE(stack->registry().List().empty());
   EXPECT_EQ(stack->ListDeviceNames(), std::vector<std::string>{"tank/vol"});
   EXPECT_TRUE(stack->OpenDevice("tank/none", Access::kReadOnly).status().IsNotFound());
+}
+
+bool HasEdge(const StackGraph& g, NodeKind from_kind, const std::string& from, EdgeKind kind,
+             NodeKind to_kind, const std::string& to) {
+  for (const auto& e : g.edges) {
+    if (e.from == NodeRef{from_kind, from} && e.kind == kind && e.to == NodeRef{to_kind, to}) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The graph of a live stack: the pool, its vdev and volume as the pool holds them, the
+// volume's exports as the (fake) kernel and the records show them, and what uses what.
+TEST_F(StackTest, GraphHoldsTheLiveStackAndItsUses) {
+  MakePool("tank", "/mem/tank0", "tank/vol");
+  const std::string file = state_.devfs_dir() + "/tank/vol";
+  // Recorded for `up` on loop7, which is bound elsewhere: up moves it to a free loop.
+  ASSERT_TRUE(exportfs::UpdateLoopBindings(state_.root, [&](auto& now) {
+                now.push_back({"/dev/loop7", "tank/vol", file, 512, false, false});
+                return Status::Ok();
+              }).ok());
+  ASSERT_TRUE(UpdateNbdState(state_.root, state_.nbd_path(), [](auto& now) {
+                NbdListenerRecord r;
+                r.socket = "/nonexistent/nbd.sock";
+                r.exports.push_back({"vol", "tank/vol"});
+                now.push_back(r);
+                return Status::Ok();
+              }).ok());
+  kernel_->loops["/dev/loop7"] = {.device = "/dev/loop7", .backing_file = "/elsewhere"};
+  auto stack = OpenStack();
+  stack->Up().IgnoreError();  // the NBD socket's directory does not exist: reported, not fatal
+  auto bindings = exportfs::LoadLoopBindings(state_.root);
+  ASSERT_TRUE(bindings.ok());
+  const std::string loop = (*bindings)[0].device;
+  kernel_->mounts = {{loop, "/mnt/x", "xfs"}, {"/dev/sda1", "/", "ext4"}};
+  kernel_->open_files[file] = {"pid 42 (dd)"};
+
+  const StackGraph g = stack->Graph(GraphDepth::kFull);
+  EXPECT_TRUE(g.daemon);
+  EXPECT_EQ(g.devfs_dir, state_.devfs_dir());
+  ASSERT_EQ(g.pools.size(), 1u);
+  EXPECT_EQ(g.pools[0].health, "ONLINE");
+  ASSERT_EQ(g.volumes.size(), 1u);
+  EXPECT_EQ(g.volumes[0].name, "tank/vol");
+  EXPECT_EQ(g.volumes[0].size, 16 * kMiB);
+  EXPECT_TRUE(g.volumes[0].active);
+  EXPECT_TRUE(
+      HasEdge(g, NodeKind::kPool, "tank", EdgeKind::kBuiltOn, NodeKind::kVdev, "/mem/tank0"));
+  EXPECT_TRUE(
+      HasEdge(g, NodeKind::kVolume, "tank/vol", EdgeKind::kBuiltOn, NodeKind::kPool, "tank"));
+  EXPECT_TRUE(
+      HasEdge(g, NodeKind::kDevice, "tank/vol", EdgeKind::kExportedAs, NodeKind::kLoop, loop));
+  EXPECT_TRUE(HasEdge(g, NodeKind::kDevice, "tank/vol", EdgeKind::kExportedAs, NodeKind::kDevfs,
+                      "tank/vol"));
+  EXPECT_TRUE(HasEdge(g, NodeKind::kDevfs, "tank/vol", EdgeKind::kOpenedBy, NodeKind::kProcess,
+                      "pid 42 (dd)"));
+  EXPECT_TRUE(HasEdge(g, NodeKind::kDevice, "tank/vol", EdgeKind::kExportedAs, NodeKind::kNbd,
+                      "unix:/nonexistent/nbd.sock vol"));
+  // Only the loop's mount is a node: the rest of the machine's mounts are not the stack's.
+  ASSERT_EQ(g.mounts.size(), 1u);
+  EXPECT_EQ(g.MountsOf(loop).size(), 1u);
+
+  const std::vector<std::string> uses = {
+      "bound to " + loop + ", mounted on /mnt/x", "open by pid 42 (dd)",
+      "recorded for `up` as served over NBD on unix:/nonexistent/nbd.sock (`volstack nbd stop "
+      "unix:/nonexistent/nbd.sock` first)"};
+  EXPECT_EQ(g.UsesOf("tank/vol"), uses);
+  EXPECT_EQ(g.UsesOf("/mem/tank0"), std::vector<std::string>{"a vdev of pool tank"});
+  EXPECT_TRUE(g.UsesOf("tank/other").empty());
+  // A busy check reads the same uses without opening anything more.
+  const StackGraph cheap = stack->Graph(GraphDepth::kUses);
+  EXPECT_TRUE(cheap.volumes.empty());
+  EXPECT_EQ(cheap.UsesOf("tank/vol"), uses);
+  Status busy = stack->CheckNotInUse({"tank/other", "tank/vol"});
+  EXPECT_EQ(busy.code(), EBUSY);
+  EXPECT_EQ(busy.message(), "tank/vol is " + uses[0] + "; " + uses[1] + "; " + uses[2]);
+
+  // Unbound, the binding is still recorded for `up`: a use, and a loop of status's.
+  kernel_->loops.erase(loop);
+  kernel_->open_files.clear();
+  const StackGraph after = stack->Graph(GraphDepth::kUses);
+  ASSERT_FALSE(after.UsesOf("tank/vol").empty());
+  EXPECT_EQ(after.UsesOf("tank/vol")[0], "recorded for `up` as bound to " + loop +
+                                             " (`volstack losetup -d " + loop + "` first)");
+  ASSERT_EQ(after.LoopsOf("tank/vol").size(), 1u);
+  EXPECT_FALSE(after.LoopsOf("tank/vol")[0]->bound);
+  ASSERT_TRUE(stack->Down(/*force=*/true).ok());
+}
+
+// A damaged record is a problem of the graph, which the rest still fills.
+TEST_F(StackTest, GraphReportsADamagedRecordAndReadsTheRest) {
+  MakePool("tank", "/mem/tank0", "tank/vol");
+  { std::ofstream(state_.root + "/loops.json") << "{ not json"; }
+  auto stack = OpenStack();
+  stack->Up().IgnoreError();
+  const StackGraph g = stack->Graph(GraphDepth::kFull);
+  ASSERT_EQ(g.problems.size(), 1u);
+  EXPECT_NE(g.problems[0].ToString().find("loops.json"), std::string::npos);
+  EXPECT_EQ(g.volumes.size(), 1u);
+  ASSERT_TRUE(stack->Down(/*force=*/true).ok());
+}
+
+// Typed replies: status's tree is the graph's; the same request answered by a one-shot stack
+// differs only in what is live.
+TEST_F(StackTest, StatusReplyIsTheGraphsTree) {
+  MakePool("tank", "/mem/tank0", "tank/vol");
+  nlohmann::json live_tree, offline_tree;
+  {
+    auto stack = OpenStack();
+    ASSERT_TRUE(stack->Up().ok());
+    auto reply = Handle(*stack, {"status", nlohmann::json::object()});
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    EXPECT_EQ(reply->code, 0);
+    live_tree = reply->data["tree"];
+    ASSERT_TRUE(stack->Down(/*force=*/true).ok());
+  }
+  {
+    Stack::Options o;
+    o.kernel = kernel_;
+    o.open_path = [this](const std::string& path, bool) -> Result<bdev::BlockDevicePtr> {
+      return devices_.at(path);
+    };
+    auto stack = Stack::Open(state_, Mode::kOneShot, o);
+    auto reply = Handle(*stack, {"status", nlohmann::json::object()});
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    offline_tree = reply->data["tree"];
+  }
+  EXPECT_EQ(live_tree["daemon"], true);
+  EXPECT_EQ(offline_tree["daemon"], false);
+  EXPECT_EQ(live_tree["pools"][0]["volumes"][0]["active"], true);
+  EXPECT_EQ(live_tree["pools"][0]["volumes"][0]["exports"]["devfs"],
+            state_.devfs_dir() + "/tank/vol");
+  EXPECT_EQ(offline_tree["pools"][0]["volumes"][0]["active"], false);
+  EXPECT_TRUE(offline_tree["pools"][0]["volumes"][0]["exports"]["devfs"].is_null());
+  // What is not live is the same.
+  for (auto* t : {&live_tree, &offline_tree}) {
+    (*t)["daemon"] = nullptr;
+    (*t)["devfs"] = nullptr;
+    (*t)["fuse_transport"] = nullptr;
+    auto& v = (*t)["pools"][0]["volumes"][0];
+    v["active"] = nullptr;
+    v["exports"]["devfs"] = nullptr;
+  }
+  EXPECT_EQ(live_tree.dump(), offline_tree.dump());
+  EXPECT_EQ(offline_tree["pools"][0]["vdevs"], nlohmann::json::array({"/mem/tank0"}));
+}
+
+TEST_F(StackTest, JobsReplyWithoutADaemonNamesNoJob) {
+  auto stack = Stack::Open(state_, Mode::kOneShot, {});
+  auto list = Handle(
+      *stack, {"jobs", {{"wait", false}, {"stop", false}, {"ids", nlohmann::json::array()}}});
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->code, 0);
+  EXPECT_TRUE(list->data["jobs"].empty());
+  auto wait = Handle(*stack, {"jobs", {{"wait", true}, {"ids", {3}}}});
+  ASSERT_TRUE(wait.ok());
+  EXPECT_EQ(wait->code, 1);
+  ASSERT_EQ(wait->errors.size(), 1u);
+  EXPECT_NE(wait->errors[0].find("no daemon is running, so no job"), std::string::npos);
+  EXPECT_EQ(Handle(*stack, {"nonesuch", nlohmann::json::object()}).status().code(), EINVAL);
 }
 
 }  // namespace

@@ -65,11 +65,22 @@ class TestKernel : public Kernel {
     return loops.erase(device) ? Status::Ok() : Status::FromErrno(ENXIO, device + " is not bound");
   }
   bool IsMounted(const std::string& device) override { return mounted_loops.count(device) > 0; }
+  std::vector<MountEntry> ReadMounts() override { return mounts; }
+  std::map<std::string, std::vector<std::string>> OpenFilesUnder(
+      const std::string& prefix) override {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& [path, who] : open_files) {
+      if (path.rfind(prefix, 0) == 0) out[path] = who;
+    }
+    return out;
+  }
 
   std::set<std::string> mounted;                    // devfs mount points
   std::map<std::string, exportfs::LoopInfo> loops;  // by /dev/loopN
   std::set<std::string> mounted_loops;              // loops a filesystem is mounted from
   bool busy_unmount = false;
+  std::vector<MountEntry> mounts;                              // what ReadMounts returns
+  std::map<std::string, std::vector<std::string>> open_files;  // path -> holders
 };
 
 }  // namespace volstack::stack

@@ -24,20 +24,6 @@ const RequestIo& ProcessIo() {
 
 const RequestIo& CurrentIo() { return t_io != nullptr ? *t_io : ProcessIo(); }
 
-std::string RequestPath(const std::string& path) {
-  if (path.empty() || path[0] == '/') return path;
-  std::string base = CurrentIo().cwd;
-  if (base.empty()) {
-    char cwd[4096];
-    if (::getcwd(cwd, sizeof cwd) == nullptr) return path;
-    base = cwd;
-  }
-  std::string rel = path;
-  while (rel.rfind("./", 0) == 0) rel.erase(0, 2);
-  if (rel.empty() || rel == ".") return base;
-  return base == "/" ? "/" + rel : base + "/" + rel;
-}
-
 ScopedRequestIo::ScopedRequestIo(const RequestIo* io) : previous_(t_io) { t_io = io; }
 
 ScopedRequestIo::~ScopedRequestIo() { t_io = previous_; }

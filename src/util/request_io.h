@@ -1,12 +1,13 @@
-// The standard streams and working directory of the request a thread is serving.
+// The standard streams of the request a thread is serving.
 //
-// A command prints, reads its input and resolves relative paths through this, never through
-// the process's own stdio or cwd: in the daemon (stack/daemon.h) many clients are served by
+// A command prints and reads its input through this, never through the process's own stdio:
+// in the daemon (stack/daemon.h) many clients are served by
 // one process, each request on a thread of its own with the client's descriptors (received
 // over the control socket) installed here for the request's duration, so a request's output
 // reaches only its client and a background job (a thread with no request) writes only to the
 // daemon's own log. Outside a request (a command run with no daemon, a job) the thread's
-// request is the process: fds 0-2, stdout/stderr and the process's cwd.
+// request is the process: fds 0-2, stdout/stderr. (A request's working directory is its
+// thread's own: stack/control_socket.h.)
 //
 // Threads: each thread has its own current request; a ScopedRequestIo installs one for its
 // scope on the constructing thread. The FILE*s belong to whoever made the RequestIo.
@@ -23,7 +24,6 @@ struct RequestIo {
   int in_fd = 0;
   int out_fd = 1;
   int err_fd = 2;
-  std::string cwd;  // absolute; "" means the process's working directory
   // The client's terminal facts, as the client saw them.
   bool stdin_tty = false;
   bool stdout_tty = false;
@@ -34,10 +34,6 @@ struct RequestIo {
 const RequestIo& CurrentIo();
 inline FILE* Out() { return CurrentIo().out; }
 inline FILE* Err() { return CurrentIo().err; }
-
-// `path` made absolute against the current request's cwd; unchanged when already absolute or
-// empty. With no request installed, relative to the process's working directory.
-std::string RequestPath(const std::string& path);
 
 class ScopedRequestIo {
  public:
