@@ -1,0 +1,88 @@
+#include "lvm/thin_lv.h"
+
+#include "lvm/kept_lvs.h"
+#include "lvm/thin_device.h"
+
+namespace volstack::lvm {
+
+namespace {
+
+// A non-negative integer item of a kept segment, or -1.
+int64_t IntItem(const Segment& seg, std::string_view key) {
+  for (const auto& item : seg.kept_items) {
+    if (item.key != key || item.is_section || item.is_array || item.values.size() != 1) continue;
+    if (item.values[0].type != ConfigValue::Type::kInt || item.values[0].integer < 0) return -1;
+    return item.values[0].integer;
+  }
+  return -1;
+}
+
+Status Bad(const VolumeGroup& vg, const LogicalVolume& lv, const std::string& why) {
+  return Status::Corruption("LV " + vg.name + "/" + lv.name + ": " + why + "; not activated");
+}
+
+}  // namespace
+
+bool IsServedThinLv(const LogicalVolume& lv) {
+  if (lv.segments.size() != 1) return false;
+  const Segment& s = lv.segments[0];
+  return s.kept && s.start_extent == 0 && s.type == "thin" &&
+         KeptString(s, "external_origin").empty();
+}
+
+Result<ThinLayout> ThinLayoutOf(const VolumeGroup& vg, const LogicalVolume& lv) {
+  if (!IsServedThinLv(lv)) return Bad(vg, lv, "not a thin LV");
+  const Segment& seg = lv.segments[0];
+  ThinLayout l;
+  l.pool = KeptString(seg, "thin_pool");
+  const int64_t id = IntItem(seg, "device_id");
+  if (l.pool.empty() || id < 0) return Bad(vg, lv, "no thin_pool or device_id");
+  l.device_id = static_cast<uint64_t>(id);
+  const LogicalVolume* pool = vg.FindLv(l.pool);
+  if (!pool || pool->segments.size() != 1 || !pool->segments[0].kept ||
+      pool->segments[0].type != "thin-pool") {
+    return Bad(vg, lv, "its pool " + l.pool + " is not a thin-pool LV of the VG");
+  }
+  const Segment& ps = pool->segments[0];
+  l.tmeta = KeptString(ps, "metadata");
+  l.tdata = KeptString(ps, "pool");
+  const int64_t chunk = IntItem(ps, "chunk_size");
+  const int64_t trans = IntItem(ps, "transaction_id");
+  if (l.tmeta.empty() || l.tdata.empty() || chunk <= 0 || trans < 0) {
+    return Bad(vg, lv,
+               "its pool " + l.pool + " lacks metadata, pool, chunk_size or transaction_id");
+  }
+  l.chunk_sectors = static_cast<uint64_t>(chunk);
+  l.transaction_id = static_cast<uint64_t>(trans);
+  for (const auto& name : {l.tmeta, l.tdata}) {
+    const LogicalVolume* sub = vg.FindLv(name);
+    if (!sub) return Bad(vg, lv, "pool sub-LV " + name + " is not in the VG");
+    for (const auto& s : sub->segments) {
+      if (s.kept) return Bad(vg, lv, "pool sub-LV " + name + " is not linear or striped");
+    }
+  }
+  return l;
+}
+
+Result<bdev::BlockDevicePtr> ActivateThinLv(const VolumeGroup& vg, const LogicalVolume& lv,
+                                            const std::vector<bdev::BlockDevicePtr>& pv_devs,
+                                            const LvActivation& activation) {
+  VS_ASSIGN_OR_RETURN(ThinLayout l, ThinLayoutOf(vg, lv));
+  LvActivation act = activation;
+  act.partial = false;
+  act.read_only = true;  // thin LVs are served read-only (thin_device.h)
+  ThinDevice::Config c;
+  c.name = vg.name + "/" + lv.name;
+  c.size = uint64_t{lv.le_count()} * vg.extent_bytes();
+  c.device_id = l.device_id;
+  c.chunk_sectors = l.chunk_sectors;
+  c.transaction_id = l.transaction_id;
+  VS_ASSIGN_OR_RETURN(auto meta, LvDevice::Create(vg, l.tmeta, pv_devs, act));
+  VS_ASSIGN_OR_RETURN(auto data, LvDevice::Create(vg, l.tdata, pv_devs, act));
+  c.meta = std::move(meta);
+  c.data = std::move(data);
+  VS_ASSIGN_OR_RETURN(auto dev, ThinDevice::Open(std::move(c)));
+  return bdev::BlockDevicePtr(std::move(dev));
+}
+
+}  // namespace volstack::lvm
