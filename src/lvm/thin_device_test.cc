@@ -12,6 +12,7 @@
 #include "bdev/memory_device.h"
 #include "lvm/thin_btree.h"
 #include "lvm/thin_format.h"
+#include "lvm/thin_space_map.h"
 #include "util/coding.h"
 
 namespace volstack::lvm {
@@ -81,10 +82,24 @@ struct Pool {
     PutNode(*meta, 11, false, {5}, U64s({Map(9)}), 8);
     PutNode(*meta, 12, true, {0, 5}, U64s({10, 11}), 8);
     PutNode(*meta, 13, false, {}, {}, 8);
-    PutNode(*meta, 20, false, {7, 8}, U64s({12, 13}), 8);  // the top tree
-    std::vector<uint8_t> details(2 * kThinDeviceDetailsBytes, 0);
+    PutNode(*meta, 14, false, {0}, U64s({Map(3)}), 8);            // device 9 shares data block 3
+    PutNode(*meta, 20, false, {7, 8, 9}, U64s({12, 13, 14}), 8);  // the top tree
+    std::vector<uint8_t> details(3 * kThinDeviceDetailsBytes, 0);
     EncodeLE64(details.data(), 3);
-    PutNode(*meta, 21, false, {7, 8}, details, kThinDeviceDetailsBytes);
+    EncodeLE64(details.data() + 2 * kThinDeviceDetailsBytes, 1);
+    PutNode(*meta, 21, false, {7, 8, 9}, details, kThinDeviceDetailsBytes);
+    // The metadata space map: the blocks above, its bitmap (40) and index (41).
+    std::vector<uint32_t> counts(kMetaBlocks, 0);
+    for (uint64_t b : {0, 10, 11, 12, 13, 14, 20, 21, 40, 41}) counts[b] = 1;
+    std::vector<uint8_t> bm(kThinBlockBytes), index(kThinBlockBytes, 0);
+    const SmIndexEntry e = EncodeSmBitmap(bm, 40, counts);
+    EXPECT_TRUE(meta->Write(40 * kThinBlockBytes, bm).ok());
+    EncodeLE64(index.data() + 8, 41);
+    EncodeSmIndexEntry(e, index.data() + 16);
+    EncodeLE32(index.data(), ThinBlockCsum(index, kIndexCsumXor));
+    EXPECT_TRUE(meta->Write(41 * kThinBlockBytes, index).ok());
+    sb.metadata_sm.nr_blocks = kMetaBlocks;
+    sb.metadata_sm.bitmap_root = 41;
     sb.trans_id = 5;
     sb.data_block_size = kChunkSectors;
     sb.metadata_nr_blocks = kMetaBlocks;
@@ -104,7 +119,7 @@ struct Pool {
     EncodeThinSuperblock(sb, b);
     ASSERT_TRUE(meta->Write(0, b).ok());
   }
-  ThinDevice::Config Config(uint64_t id = 7) {
+  ThinDevice::Config Config(uint64_t id = 7, bool read_only = false) {
     ThinDevice::Config c;
     c.name = "vg/thin";
     c.size = 16 * kChunk;
@@ -113,6 +128,7 @@ struct Pool {
     c.device_id = id;
     c.chunk_sectors = kChunkSectors;
     c.transaction_id = 5;
+    c.read_only = read_only;
     return c;
   }
 };
@@ -166,7 +182,7 @@ TEST(ThinBtreeTest, BadNodesAreCorruptionNamingTheBlock) {
 
 TEST(ThinDeviceTest, MappedBlocksReadFromTheDataDeviceAndTheRestAsZeroes) {
   Pool p;
-  auto dev = ThinDevice::Open(p.Config());
+  auto dev = ThinDevice::Open(p.Config(7, true));
   ASSERT_TRUE(dev.ok()) << dev.status().ToString();
   EXPECT_TRUE((*dev)->read_only());
   EXPECT_EQ((*dev)->mapping().size(), 3u);
@@ -220,7 +236,7 @@ TEST(ThinDeviceTest, RefusesMetadataThatDisagreesWithTheVgOrThePool) {
   }
   {
     Pool p;
-    EXPECT_TRUE(ThinDevice::Open(p.Config(9)).status().IsCorruption());  // no such device
+    EXPECT_TRUE(ThinDevice::Open(p.Config(10)).status().IsCorruption());  // no such device
   }
   {
     Pool p;
@@ -247,6 +263,136 @@ TEST(ThinDeviceTest, RefusesMetadataThatDisagreesWithTheVgOrThePool) {
     ASSERT_TRUE(p.meta->Write(0, std::vector<uint8_t>(kThinBlockBytes, 0)).ok());
     EXPECT_EQ(ThinDevice::Open(p.Config()).status().code(), EOPNOTSUPP);
   }
+}
+
+std::vector<uint8_t> Block(bdev::BlockDevice& d, uint64_t b) {
+  std::vector<uint8_t> v(kThinBlockBytes);
+  EXPECT_TRUE(d.Read(b * kThinBlockBytes, v).ok());
+  return v;
+}
+
+// A write to an unmapped block gets a free data block, zeroes around the request; Flush
+// commits into blocks the old transaction does not use, superblock last, and a new open
+// sees the new mapping.
+TEST(ThinPoolTest, WritesAllocateAndFlushCommitsANewTransaction) {
+  Pool p;
+  std::vector<std::vector<uint8_t>> old_nodes;
+  for (uint64_t b : {10, 11, 12, 13, 14, 20, 21, 40, 41}) old_nodes.push_back(Block(*p.meta, b));
+  auto dev = ThinDevice::Open(p.Config());
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  ASSERT_FALSE((*dev)->read_only());
+  const std::vector<uint8_t> data(4096, 0xab);
+  ASSERT_TRUE((*dev)->Write(3 * kChunk + 8192, data).ok());  // virtual block 3: unmapped
+  ASSERT_TRUE((*dev)->Write(1 * kChunk, data).ok());         // block 1: owned, in place
+  const auto m = (*dev)->mapping();
+  ASSERT_EQ(m.size(), 4u);
+  const uint64_t fresh = m.at(3);
+  EXPECT_TRUE(fresh != 3 && fresh != 4 && fresh != 9) << fresh;
+  EXPECT_EQ(m.at(1), 4u);
+  std::vector<uint8_t> got(kChunk);
+  ASSERT_TRUE((*dev)->Read(3 * kChunk, got).ok());
+  for (uint64_t i = 0; i < kChunk; i++) {
+    ASSERT_EQ(got[i], i >= 8192 && i < 8192 + 4096 ? 0xab : 0) << i;
+  }
+  const auto sb_before = Block(*p.meta, 0);
+  ASSERT_TRUE((*dev)->Flush().ok());
+  EXPECT_NE(Block(*p.meta, 0), sb_before);
+  // The committed transaction's blocks were not touched.
+  size_t k = 0;
+  for (uint64_t b : {10, 11, 12, 13, 14, 20, 21, 40, 41}) {
+    EXPECT_EQ(Block(*p.meta, b), old_nodes[k++]) << "block " << b;
+  }
+  dev->reset();
+  auto again = ThinDevice::Open(p.Config());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ((*again)->mapping(), m);
+  ASSERT_TRUE((*again)->Read(3 * kChunk, got).ok());
+  EXPECT_EQ(got[8192], 0xab);
+  EXPECT_EQ(got[0], 0);
+  // And the new transaction can be written over in turn.
+  ASSERT_TRUE((*again)->Write(6 * kChunk, data).ok());
+  ASSERT_TRUE((*again)->Flush().ok());
+  again->reset();
+  auto third = ThinDevice::Open(p.Config());
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  EXPECT_EQ((*third)->mapping().size(), 5u);
+}
+
+// Everything of a commit but the superblock reached the disk: the previous transaction is
+// what opens, whole.
+TEST(ThinPoolTest, ACrashBeforeTheSuperblockLeavesThePreviousTransaction) {
+  Pool p;
+  auto dev = ThinDevice::Open(p.Config());
+  ASSERT_TRUE(dev.ok());
+  const auto before = (*dev)->mapping();
+  ASSERT_TRUE((*dev)->Write(7 * kChunk, std::vector<uint8_t>(kChunk, 0x11)).ok());
+  const auto old_sb = Block(*p.meta, 0);
+  ASSERT_TRUE((*dev)->Flush().ok());
+  dev->reset();
+  ASSERT_TRUE(p.meta->Write(0, old_sb).ok());  // the superblock write was lost
+  auto reopened = ThinDevice::Open(p.Config());
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  EXPECT_EQ((*reopened)->mapping(), before);
+  std::vector<uint8_t> got(kChunk);
+  ASSERT_TRUE((*reopened)->Read(0, got).ok());
+  EXPECT_EQ(got[0], 0x43);
+}
+
+// A block shared with another device (a snapshot) is copied before it is written; the other
+// device keeps the old data.
+TEST(ThinPoolTest, SharedBlocksAreCopiedBeforeAWrite) {
+  Pool p;
+  ThinPool::Config pc;
+  pc.name = "vg/pool";
+  pc.meta = p.meta;
+  pc.data = p.data;
+  pc.chunk_sectors = kChunkSectors;
+  pc.transaction_id = 5;
+  auto pool = ThinPool::Open(pc);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  auto a = ThinDevice::Open(*pool, 7, "vg/a", 16 * kChunk, false);
+  auto b = ThinDevice::Open(*pool, 9, "vg/b", 16 * kChunk, false);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE((*a)->Write(512, std::vector<uint8_t>(512, 0x77)).ok());
+  EXPECT_NE((*a)->mapping().at(0), 3u);
+  EXPECT_EQ((*b)->mapping().at(0), 3u);
+  std::vector<uint8_t> ga(kChunk), gb(kChunk);
+  ASSERT_TRUE((*a)->Read(0, ga).ok());
+  ASSERT_TRUE((*b)->Read(0, gb).ok());
+  EXPECT_EQ(ga[0], 0x43);  // copied around the write
+  EXPECT_EQ(ga[512], 0x77);
+  EXPECT_EQ(ga[kChunk - 1], 0x83);
+  EXPECT_EQ(gb[512], 0x43);
+  // Block 3 is b's alone now, but the committed transaction still maps it for a too: an
+  // in-place write would show through a's mapping after a crash, so b copies it as well.
+  ASSERT_TRUE((*b)->Write(0, std::vector<uint8_t>(512, 0x55)).ok());
+  const uint64_t b0 = (*b)->mapping().at(0);
+  EXPECT_NE(b0, 3u);
+  // After a commit, b's block is its own: written in place.
+  ASSERT_TRUE((*b)->Flush().ok());
+  ASSERT_TRUE((*b)->Write(0, std::vector<uint8_t>(512, 0x66)).ok());
+  EXPECT_EQ((*b)->mapping().at(0), b0);
+}
+
+TEST(ThinPoolTest, OutOfDataSpaceIsNoSpaceAndLosesNothingWritten) {
+  Pool p;
+  auto dev = ThinDevice::Open(p.Config());
+  ASSERT_TRUE(dev.ok());
+  // 32 data blocks, 3 used (3, 4, 9). Filling device 7's 16 blocks takes 14 more (block 0
+  // is copied away from device 9, 1 and 5 are written in place): 15 are left for device 8.
+  const std::vector<uint8_t> one(kChunk, 0x21);
+  for (uint64_t v = 0; v < 16; v++) ASSERT_TRUE((*dev)->Write(v * kChunk, one).ok()) << v;
+  auto other = ThinDevice::Open((*dev)->pool(), 8, "vg/other", 16 * kChunk, false);
+  ASSERT_TRUE(other.ok());
+  Status s;
+  uint64_t v = 0;
+  for (; v < 16 && s.ok(); v++) s = (*other)->Write(v * kChunk, one);
+  EXPECT_EQ(s.code(), ENOSPC) << s.ToString();
+  EXPECT_EQ(v, 16u);  // the 16th write found no space
+  ASSERT_TRUE((*dev)->Flush().ok());
+  std::vector<uint8_t> got(kChunk);
+  ASSERT_TRUE((*dev)->Read(15 * kChunk, got).ok());
+  EXPECT_EQ(got, one);
 }
 
 }  // namespace

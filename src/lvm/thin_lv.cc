@@ -1,5 +1,10 @@
 #include "lvm/thin_lv.h"
 
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+
 #include "lvm/kept_lvs.h"
 #include "lvm/thin_device.h"
 
@@ -64,24 +69,48 @@ Result<ThinLayout> ThinLayoutOf(const VolumeGroup& vg, const LogicalVolume& lv) 
   return l;
 }
 
+namespace {
+
+// The pools open in this process, so every thin LV of a pool shares one (thin_pool.h: the
+// pool must be the only writer of its metadata). Keyed by VG and pool UUID, the PV devices
+// (another set of devices is another pool) and writability.
+std::mutex pools_mu;
+std::map<std::string, std::weak_ptr<ThinPool>> pools;  // GUARDED_BY(pools_mu)
+
+}  // namespace
+
 Result<bdev::BlockDevicePtr> ActivateThinLv(const VolumeGroup& vg, const LogicalVolume& lv,
                                             const std::vector<bdev::BlockDevicePtr>& pv_devs,
                                             const LvActivation& activation) {
   VS_ASSIGN_OR_RETURN(ThinLayout l, ThinLayoutOf(vg, lv));
   LvActivation act = activation;
   act.partial = false;
-  act.read_only = true;  // thin LVs are served read-only (thin_device.h)
-  ThinDevice::Config c;
-  c.name = vg.name + "/" + lv.name;
-  c.size = uint64_t{lv.le_count()} * vg.extent_bytes();
-  c.device_id = l.device_id;
-  c.chunk_sectors = l.chunk_sectors;
-  c.transaction_id = l.transaction_id;
-  VS_ASSIGN_OR_RETURN(auto meta, LvDevice::Create(vg, l.tmeta, pv_devs, act));
-  VS_ASSIGN_OR_RETURN(auto data, LvDevice::Create(vg, l.tdata, pv_devs, act));
-  c.meta = std::move(meta);
-  c.data = std::move(data);
-  VS_ASSIGN_OR_RETURN(auto dev, ThinDevice::Open(std::move(c)));
+  const std::string name = vg.name + "/" + lv.name;
+  std::string key = vg.id + "/" + vg.FindLv(l.pool)->id + (act.read_only ? "/ro" : "/rw");
+  for (const auto& d : pv_devs) key += "/" + std::to_string(reinterpret_cast<uintptr_t>(d.get()));
+  std::shared_ptr<ThinPool> pool;
+  {
+    std::lock_guard lock(pools_mu);
+    std::erase_if(pools, [](const auto& e) { return e.second.expired(); });
+    if (auto it = pools.find(key); it != pools.end()) pool = it->second.lock();
+    if (!pool) {
+      ThinPool::Config c;
+      c.name = vg.name + "/" + l.pool;
+      c.chunk_sectors = l.chunk_sectors;
+      c.transaction_id = l.transaction_id;
+      VS_ASSIGN_OR_RETURN(auto meta, LvDevice::Create(vg, l.tmeta, pv_devs, act));
+      VS_ASSIGN_OR_RETURN(auto data, LvDevice::Create(vg, l.tdata, pv_devs, act));
+      c.meta = std::move(meta);
+      c.data = std::move(data);
+      auto opened = ThinPool::Open(std::move(c));
+      if (!opened.ok()) return opened.status().WithContext("LV " + name + ": not activated");
+      pool = *opened;
+      pools[key] = pool;
+    }
+  }
+  VS_ASSIGN_OR_RETURN(auto dev,
+                      ThinDevice::Open(pool, l.device_id, name,
+                                       uint64_t{lv.le_count()} * vg.extent_bytes(), act.read_only));
   return bdev::BlockDevicePtr(std::move(dev));
 }
 

@@ -10,7 +10,8 @@
 //   POOL_tmeta and POOL_tdata: hidden linear or striped LVs (lvol0_pmspare, the spare
 //   metadata LV, too).
 // The segments stay kept byte for byte (metadata.h) and every LV involved stays unchangeable;
-// only activation of a thin LV is served. The pool LV and its sub-LVs are still refused.
+// only activation of a thin LV is served (reads and writes: thin_pool.h). The pool LV and its
+// sub-LVs are still refused.
 #pragma once
 
 #include <string>
@@ -34,7 +35,8 @@ struct ThinLayout {
 };
 Result<ThinLayout> ThinLayoutOf(const VolumeGroup& vg, const LogicalVolume& lv);
 
-// Activates `lv` (IsServedThinLv), read-only.
+// Activates `lv` (IsServedThinLv). Every thin LV of one pool activated in this process
+// shares one ThinPool.
 Result<bdev::BlockDevicePtr> ActivateThinLv(const VolumeGroup& vg, const LogicalVolume& lv,
                                             const std::vector<bdev::BlockDevicePtr>& pv_devs,
                                             const LvActivation& activation);
