@@ -31,6 +31,8 @@ Result<std::shared_ptr<ThinDevice>> ThinDevice::Open(std::shared_ptr<ThinPool> p
   g.optimal_io_size = static_cast<uint32_t>(std::min<uint64_t>(block_bytes, 1 << 30));
   g.read_only = read_only || !pool->writable();
   g.caps.allocation_query = true;
+  g.caps.discard = true;
+  g.caps.write_zeroes = true;
   return std::make_shared<ThinDevice>(std::move(pool), id, name, g);
 }
 
@@ -45,18 +47,34 @@ Status ThinDevice::DoWrite(uint64_t offset, std::span<const uint8_t> buf, bdev::
 
 Status ThinDevice::DoFlush() { return pool_->Flush(); }
 
-Status ThinDevice::DoDiscard(uint64_t, uint64_t) {
-  return Status::NotSupported(name() + ": discard on thin LVs");
+Status ThinDevice::DoDiscard(uint64_t offset, uint64_t length) {
+  return pool_->Unmap(id_, offset, length);
 }
 
 Status ThinDevice::DoWriteZeroes(uint64_t offset, uint64_t length, bdev::ZeroOptions opts) {
-  // Written as zeroes: unmapping would need discard.
-  std::vector<uint8_t> zero(std::min<uint64_t>(length, 1 << 20), 0);
-  for (uint64_t done = 0; done < length;) {
-    const uint64_t n = std::min<uint64_t>(zero.size(), length - done);
-    VS_RETURN_IF_ERROR(pool_->Write(id_, offset + done, std::span(zero).first(n)));
-    done += n;
+  const uint64_t bb = pool_->block_bytes();
+  // Whole blocks are unmapped when allowed (they read as zeroes); the rest written as zeroes.
+  uint64_t head_end = offset + length, tail_start = offset + length;
+  if (opts.may_unmap) {
+    const uint64_t first = (offset + bb - 1) / bb * bb;
+    const uint64_t last = (offset + length) / bb * bb;
+    if (first < last) {
+      VS_RETURN_IF_ERROR(pool_->Unmap(id_, first, last - first));
+      head_end = first;
+      tail_start = last;
+    }
   }
+  std::vector<uint8_t> zero(std::min<uint64_t>(length, 1 << 20), 0);
+  auto zeroes = [&](uint64_t from, uint64_t to) -> Status {
+    for (uint64_t at = from; at < to;) {
+      const uint64_t n = std::min<uint64_t>(zero.size(), to - at);
+      VS_RETURN_IF_ERROR(pool_->Write(id_, at, std::span(zero).first(n)));
+      at += n;
+    }
+    return Status::Ok();
+  };
+  VS_RETURN_IF_ERROR(zeroes(offset, head_end));
+  if (tail_start != head_end) VS_RETURN_IF_ERROR(zeroes(tail_start, offset + length));
   return opts.fua ? pool_->Flush() : Status::Ok();
 }
 

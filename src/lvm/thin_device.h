@@ -18,7 +18,9 @@
 // reads as zeroes (dm-thin returns zeroes for unprovisioned blocks). The allocation query
 // reports unmapped blocks as holes. Writes and Flush: ThinPool (allocation on first write,
 // copy of blocks shared with a snapshot, commit at flush). A FUA write is a write and a
-// flush. Discard and write-zeroes of unmapped ranges are not served (NotSupported).
+// flush. Discard unmaps the blocks it covers whole, returning them to the pool at the next
+// commit; write-zeroes unmaps whole blocks too (unless told not to) and writes zeroes in
+// the partial ones.
 //
 // Limits: the mapping is read once, so the pool must not be active in a kernel or another
 // process at the same time.

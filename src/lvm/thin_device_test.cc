@@ -395,5 +395,32 @@ TEST(ThinPoolTest, OutOfDataSpaceIsNoSpaceAndLosesNothingWritten) {
   EXPECT_EQ(got, one);
 }
 
+// Discard unmaps whole blocks (they read as zeroes); their data blocks return to the pool,
+// but only after the commit that stops the committed transaction naming them.
+TEST(ThinPoolTest, DiscardReturnsBlocksToThePoolAfterACommit) {
+  Pool p;
+  auto dev = ThinDevice::Open(p.Config());
+  ASSERT_TRUE(dev.ok());
+  ASSERT_TRUE((*dev)->Discard(0, 2 * kChunk + 4096).ok());  // blocks 0 and 1, part of 2
+  EXPECT_EQ((*dev)->mapping(), (std::map<uint64_t, uint64_t>{{5, 9}}));
+  std::vector<uint8_t> got(kChunk);
+  ASSERT_TRUE((*dev)->Read(kChunk, got).ok());
+  EXPECT_EQ(got, std::vector<uint8_t>(kChunk, 0));
+  // Block 4 (device 7's alone) is free in memory, not yet on disk: 32 - 3 blocks are usable.
+  auto other = ThinDevice::Open((*dev)->pool(), 8, "vg/other", 64 * kChunk, false);
+  ASSERT_TRUE(other.ok());
+  const std::vector<uint8_t> one(kChunk, 0x31);
+  uint64_t written = 0;
+  while ((*other)->Write(written * kChunk, one).ok()) written++;
+  EXPECT_EQ(written, kDataBlocks - 3);
+  for (const auto& [v, d] : (*other)->mapping()) EXPECT_NE(d, 4u) << "virtual block " << v;
+  ASSERT_TRUE((*dev)->Flush().ok());
+  EXPECT_EQ((*dev)->pool()->superblock().data_sm.nr_allocated, kDataBlocks - 1);
+  // Committed: block 4 is free now.
+  ASSERT_TRUE((*other)->Write(written * kChunk, one).ok());
+  EXPECT_EQ((*other)->mapping().at(written), 4u);
+  EXPECT_FALSE((*other)->Write((written + 1) * kChunk, one).ok());
+}
+
 }  // namespace
 }  // namespace volstack::lvm

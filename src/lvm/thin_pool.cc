@@ -217,6 +217,22 @@ Status ThinPool::Write(uint64_t id, uint64_t offset, std::span<const uint8_t> bu
   return Status::Ok();
 }
 
+Status ThinPool::Unmap(uint64_t id, uint64_t offset, uint64_t length) {
+  if (!writable_) return Status::ReadOnly("thin pool " + config_.name + " is read-only");
+  const uint64_t first = (offset + block_bytes_ - 1) / block_bytes_;
+  const uint64_t end = (offset + length) / block_bytes_;
+  if (first >= end) return Status::Ok();
+  std::lock_guard lock(mu_);
+  auto& dev = state_.devices.at(id);
+  for (auto it = dev.map.lower_bound(first); it != dev.map.end() && it->first < end;) {
+    state_.data_refs[it->second >> kThinTimeBits]--;
+    dev.mapped_blocks--;
+    it = dev.map.erase(it);
+    dirty_ = true;
+  }
+  return Status::Ok();
+}
+
 Status ThinPool::CommitLocked() {
   VS_RETURN_IF_ERROR(CommitThinMetadata(config_.meta, state_, meta_used_)
                          .WithContext("thin pool " + config_.name + ": commit"));

@@ -51,6 +51,10 @@ class ThinPool {
 
   Status Read(uint64_t id, uint64_t offset, std::span<uint8_t> buf);
   Status Write(uint64_t id, uint64_t offset, std::span<const uint8_t> buf);
+  // Unmaps the blocks [offset, offset + length) covers whole (they read as zeroes after);
+  // partial blocks are left as they are. Their data blocks are free once no mapping, in
+  // memory or in the committed transaction, names them: reused only after a commit.
+  Status Unmap(uint64_t id, uint64_t offset, uint64_t length);
   // Data flushed, then the metadata committed when anything changed.
   Status Flush();
   // Mapped virtual block -> data block of device `id` (a copy).

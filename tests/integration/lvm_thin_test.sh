@@ -9,9 +9,9 @@
 #   2. volstack lists the thin LV as lvm2 does, reads back the whole image through its
 #      mapping (unmapped blocks as zeroes), and serves it: XFS mounts read-only through a loop
 #      device and every file reads back.
-#   3. XFS mounted read-write: files written and removed; afterwards thin_check passes on the
-#      metadata volstack committed, thin_dump shows the new mappings, and after a restart
-#      every file reads back.
+#   3. XFS mounted read-write with -o discard: files written and removed; afterwards
+#      thin_check passes on the metadata volstack committed, thin_dump shows the new
+#      mappings, and after a restart every file reads back.
 #   4. The pool and its sub-LVs stay refused; a pool whose transaction_id the VG contradicts
 #      is refused with one line, writing nothing.
 source "$(dirname "$0")/lib.sh"
@@ -176,7 +176,7 @@ timeout 20 "$VOLSTACK" losetup -d "$loop"
 echo "== 3. volstack writes the thin LV; thin-provisioning-tools accept the result"
 loop=$(timeout 20 "$VOLSTACK" losetup -f --show vgx/t1) || fail "losetup vgx/t1"
 on_exit_detach_loop "$loop"
-timeout 20 mount "$loop" "$T/mnt" || fail "mount XFS read-write from the thin LV"
+timeout 20 mount -o discard "$loop" "$T/mnt" || fail "mount XFS read-write from the thin LV"
 head -c 5000000 /dev/urandom >"$T/mnt/f4"
 rm "$T/mnt/f2"
 (cd "$T/mnt" && sha256sum f1 f3 f4) >"$T/sums"
