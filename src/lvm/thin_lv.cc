@@ -1,12 +1,16 @@
 #include "lvm/thin_lv.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 
+#include "lvm/activations.h"
 #include "lvm/kept_lvs.h"
+#include "lvm/thin_btree.h"
 #include "lvm/thin_device.h"
+#include "util/coding.h"
 
 namespace volstack::lvm {
 
@@ -112,6 +116,29 @@ Result<bdev::BlockDevicePtr> ActivateThinLv(const VolumeGroup& vg, const Logical
                       ThinDevice::Open(pool, l.device_id, name,
                                        uint64_t{lv.le_count()} * vg.extent_bytes(), act.read_only));
   return bdev::BlockDevicePtr(std::move(dev));
+}
+
+std::optional<double> ThinDataPercent(const VolumeGroup& vg, const LogicalVolume& lv,
+                                      const std::vector<bdev::BlockDevicePtr>& pv_devs) {
+  auto l = ThinLayoutOf(vg, lv);
+  if (!l.ok()) return std::nullopt;
+  LvActivation act;
+  act.read_only = true;
+  act.activations = std::make_shared<Activations>();  // not registered with any stack
+  auto meta = LvDevice::Create(vg, l->tmeta, pv_devs, act);
+  if (!meta.ok()) return std::nullopt;
+  std::vector<uint8_t> block(kThinBlockBytes);
+  if (!(*meta)->Read(0, block).ok()) return std::nullopt;
+  auto sb = DecodeThinSuperblock(block);
+  if (!sb.ok()) return std::nullopt;
+  ThinBtreeReader tree(
+      *meta, std::min<uint64_t>(sb->metadata_nr_blocks, (*meta)->size() / kThinBlockBytes));
+  auto details = tree.Lookup(sb->device_details_root, l->device_id, kThinDeviceDetailsBytes);
+  const uint64_t size = uint64_t{lv.le_count()} * vg.extent_bytes();
+  if (!details.ok() || !*details || size == 0) return std::nullopt;
+  const double mapped = static_cast<double>(DecodeLE64((*details)->data()));
+  return std::min(100.0, 100.0 * mapped * static_cast<double>(sb->data_block_size) * 512 /
+                             static_cast<double>(size));
 }
 
 }  // namespace volstack::lvm

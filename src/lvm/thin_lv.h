@@ -14,6 +14,7 @@
 // sub-LVs are still refused.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,5 +41,10 @@ Result<ThinLayout> ThinLayoutOf(const VolumeGroup& vg, const LogicalVolume& lv);
 Result<bdev::BlockDevicePtr> ActivateThinLv(const VolumeGroup& vg, const LogicalVolume& lv,
                                             const std::vector<bdev::BlockDevicePtr>& pv_devs,
                                             const LvActivation& activation);
+
+// lvm2's Data% of a thin LV: its mapped blocks (the pool's committed device details) times
+// the block size, over the LV's size, in percent. nullopt when the pool cannot be read.
+std::optional<double> ThinDataPercent(const VolumeGroup& vg, const LogicalVolume& lv,
+                                      const std::vector<bdev::BlockDevicePtr>& pv_devs);
 
 }  // namespace volstack::lvm

@@ -8,7 +8,7 @@
 #      device-mapper), applied with vgcfgrestore and accepted by vgck and lvs.
 #   2. volstack lists the thin LV as lvm2 does, reads back the whole image through its
 #      mapping (unmapped blocks as zeroes), and serves it: XFS mounts read-only through a loop
-#      device and every file reads back.
+#      device and every file reads back; lvs shows it active with lvm2's Data%.
 #   3. XFS mounted read-write with -o discard: files written and removed; afterwards
 #      thin_check passes on the metadata volstack committed, thin_dump shows the new
 #      mappings, and after a restart every file reads back.
@@ -166,6 +166,10 @@ on_exit_stop_daemon
 timeout 30 "$VOLSTACK" up || fail "up"
 on_exit "umount -l $VS_STATE/dev"
 [ -f "$VS_STATE/dev/vgx/t1" ] || fail "vgx/t1 not in devfs: $(ls -R "$VS_STATE/dev")"
+# lvm2's Data% of an active thin LV: mapped blocks x 64 KiB over 320 MiB.
+want=$(awk -v n="$(grep -c mapping "$T/thin.xml")" 'BEGIN { printf "%.2f", n * 65536 * 100 / (80 * 4194304) }')
+vs lvs --noheadings -o lv_attr,data_percent vgx/t1 >"$T/attr"
+grep -Eq "^ *Vwi-a-tz-- +$want *\$" "$T/attr" || fail "t1 attr and Data%: $(cat "$T/attr"), want $want"
 loop=$(timeout 20 "$VOLSTACK" losetup -f -r --show vgx/t1) || fail "losetup -r vgx/t1"
 on_exit_detach_loop "$loop"
 timeout 20 mount -o ro,norecovery "$loop" "$T/mnt" || fail "mount XFS from the thin LV"
