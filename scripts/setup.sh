@@ -23,6 +23,7 @@ packages=(
   libgnutls28-dev libnbd-dev librbd-dev librados-dev
   # real programs the integration tests and the bench drive
   fuse3 lvm2 util-linux xfsprogs dbench nbdkit libnbd-bin qemu-utils fio gnutls-bin
+  thin-provisioning-tools  # thin_restore, thin_check, thin_dump: lvm_thin_test.sh
   lz4 zstd  # bench/compress_space.sh compares the pool with the command-line codecs
   # a throwaway Ceph cluster for the RBD tests (scripts/ceph-test-cluster.sh)
   ceph-mon ceph-osd ceph-common uuid-runtime

@@ -13,6 +13,7 @@
 #include "lvm/kept_lvs.h"
 #include "lvm/mirrored_lv.h"
 #include "lvm/pvmove.h"
+#include "lvm/thin_lv.h"
 #include "lvm/uuid.h"
 #include "util/request_io.h"
 
@@ -122,6 +123,18 @@ std::string MovePv(const ReportRow& r) {
   if (!r.lv->HasStatus("PVMOVE") || r.lv->segments.empty()) return "";
   const auto& s = r.lv->segments[0];
   return s.areas.empty() ? "" : AreaName(*r.vg, s.areas[0]);
+}
+
+// lvm2 shows Data% of an active thin LV (as of the pool's last commit here).
+std::string ThinDataPercent(const Env& e, const ReportRow& r) {
+  if (!lvm::IsServedThinLv(*r.lv) || !IsActive(e.ctx, r.vg->vg.name, r.lv->name)) return "";
+  std::vector<bdev::BlockDevicePtr> devs;
+  for (const auto* pv : r.vg->pvs) devs.push_back(pv ? pv->dev() : nullptr);
+  const auto pct = lvm::ThinDataPercent(r.vg->vg, *r.lv, devs);
+  if (!pct) return "";
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%.2f", *pct);
+  return buf;
 }
 
 std::string LvDisplayName(const ReportRow& r) {
@@ -256,7 +269,7 @@ const std::vector<Field>& Fields() {
        [](E, R r) { return std::to_string(r.lv->segments.size()); }},
       {"pool_lv", "Pool", Level::kLv, Align::kLeft, [](E, R r) { return NamedLv(r, RoleOf(r).pool); }},
       {"origin", "Origin", Level::kLv, Align::kLeft, [](E, R r) { return NamedLv(r, RoleOf(r).origin); }},
-      {"data_percent", "Data%", Level::kLv, Align::kRight, [](E, R) { return std::string(); }},
+      {"data_percent", "Data%", Level::kLv, Align::kRight, [](E e, R r) { return ThinDataPercent(e, r); }},
       {"metadata_percent", "Meta%", Level::kLv, Align::kRight, [](E, R) { return std::string(); }},
       {"move_pv", "Move", Level::kLv, Align::kLeft, [](E, R r) { return MovePv(r); }},
       {"mirror_log", "Log", Level::kLv, Align::kLeft, [](E, R r) { return NamedLv(r, RoleOf(r).log); }},

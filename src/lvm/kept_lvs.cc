@@ -3,6 +3,7 @@
 #include <deque>
 
 #include "lvm/mirrored_lv.h"
+#include "lvm/thin_lv.h"
 
 namespace volstack::lvm {
 
@@ -117,7 +118,7 @@ Status CheckKeptUnchanged(const VolumeGroup& before, const VolumeGroup& after) {
     const LogicalVolume* b = after.FindLv(name);
     if (!b || !SameLv(before, *a, after, *b)) {
       const LogicalVolume* owner = before.FindLv(u.owner);
-      const bool served = owner && IsServedMirroredLv(*owner);
+      const bool served = owner && (IsServedMirroredLv(*owner) || IsServedThinLv(*owner));
       return Status::NotSupported(Describe(before, name, u) +
                                   (served ? ", which volstack serves but does not change"
                                           : ", which volstack does not serve: not changed"));

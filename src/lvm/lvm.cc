@@ -11,6 +11,7 @@
 #include "lvm/kept_lvs.h"
 #include "lvm/lv_device.h"
 #include "lvm/mirrored_lv.h"
+#include "lvm/thin_lv.h"
 #include "lvm/uuid.h"
 
 namespace volstack::lvm {
@@ -326,9 +327,10 @@ Result<bdev::BlockDevicePtr> Lvm::Activate(VgHandle& handle, const std::string& 
   LvActivation act;
   act.activations = activations_;
   act.partial = partial;
-  // raid1 and mirror LVs are served (degraded when a leg's PV is missing); their sub-LVs and
-  // every other kept type are not.
+  // raid1 and mirror LVs are served (degraded when a leg's PV is missing), thin LVs
+  // read-only; their sub-LVs, thin pools and every other kept type are not.
   if (IsServedMirroredLv(*lv)) return ActivateMirroredLv(handle.vg, *lv, devs, act);
+  if (IsServedThinLv(*lv)) return ActivateThinLv(handle.vg, *lv, devs, act);
   VS_RETURN_IF_ERROR(CheckServed(handle.vg, lv_name, "activated"));
   VS_ASSIGN_OR_RETURN(auto dev, LvDevice::Create(handle.vg, lv_name, devs, act));
   return bdev::BlockDevicePtr(std::move(dev));

@@ -10,6 +10,10 @@ namespace {
 
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kCopyChunk = 1 << 20;
+// Legs beyond this many helpers are written by the calling thread, one after the other: two
+// and three legs are what raid1 LVs have, and a thread per leg of a 64-leg LV would cost more
+// than it saves.
+constexpr size_t kMaxFanoutHelpers = 3;
 
 uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -319,6 +323,9 @@ Result<std::shared_ptr<MirroredDevice>> MirroredDevice::Open(Config c, OpenRepor
   }
   auto dev = std::make_shared<MirroredDevice>(std::move(c), g);
   dev->persist_ = !g.read_only;
+  if (dev->persist_ && n > 1) {
+    dev->fanout_ = std::make_unique<LegFanout>(std::min<size_t>(n - 1, kMaxFanoutHelpers));
+  }
   MirroredOpener opener(*dev, report);
   VS_RETURN_IF_ERROR(opener.Run());
   return dev;
@@ -497,11 +504,24 @@ std::string MirroredDevice::RefusedWrites() const {
 
 template <typename Op>
 Status MirroredDevice::AllLegs(const char* what, Op&& op) {
+  // Every live leg at once (LegFanout), then the failures one by one: recording a failure
+  // takes meta_mu_ and rewrites the superblocks, which must not race another leg's record.
+  size_t live[64];
+  size_t n = 0;
+  for (size_t i = 0; i < legs_.size(); i++) {
+    if (legs_[i].live) live[n++] = i;
+  }
+  Status results[64];
+  auto one = [&](size_t k) { results[k] = op(*legs_[live[k]].leg.data); };
+  if (fanout_ && n > 1) {
+    fanout_->Run(n, one);
+  } else {
+    for (size_t k = 0; k < n; k++) one(k);
+  }
   Status first;
   size_t ok = 0;
-  for (size_t i = 0; i < legs_.size(); i++) {
-    if (!legs_[i].live) continue;
-    Status s = op(*legs_[i].leg.data);
+  for (size_t k = 0; k < n; k++) {
+    const Status& s = results[k];
     if (s.ok()) {
       ok++;
       continue;
@@ -509,7 +529,7 @@ Status MirroredDevice::AllLegs(const char* what, Op&& op) {
     if (first.ok()) first = s;
     // When the failure cannot be recorded, the request fails: the leg it reached may be the
     // only one the next activation trusts.
-    Status f = FailLeg(i, s);
+    Status f = FailLeg(live[k], s);
     if (!f.ok()) return f;
   }
   if (ok == 0) {

@@ -30,9 +30,10 @@
 // I/O:
 //   - A write first makes its regions dirty on disk (bitmap bit set / log clean bit cleared,
 //     written and flushed to every live leg's rmeta or the log) unless they already are, then
-//     goes to every live leg. A crash mid-write leaves the region dirty: the next activation
-//     copies it from the primary, so the legs agree again (either content is a valid outcome
-//     of the interrupted write). Bits are cleared only when the device is closed, after the
+//     goes to every live leg at the same time (LegFanout: the request costs the slowest leg,
+//     not the sum). A crash mid-write leaves the region dirty: the next activation copies it
+//     from the primary, so the legs agree again (either content is a valid outcome of the
+//     interrupted write). Bits are cleared only when the device is closed, after the
 //     legs are flushed.
 //   - A leg whose write, flush or read fails is failed: for raid1 its bit is set in the
 //     superblocks of the legs still live (events + 1, flushed) before the request completes,
@@ -54,6 +55,7 @@
 #include <vector>
 
 #include "bdev/block_device.h"
+#include "lvm/leg_fanout.h"
 #include "lvm/raid_format.h"
 
 namespace volstack::lvm {
@@ -136,9 +138,10 @@ class MirroredDevice final : public bdev::BlockDevice {
   uint64_t log_device_offset_ = 0;
   // Regions dirty on disk: a set bit is durable before any write to the region is issued.
   std::unique_ptr<std::atomic<uint64_t>[]> dirty_;
-  uint64_t events_ = 0;       // GUARDED_BY(meta_mu_)
-  uint64_t failed_bits_ = 0;  // GUARDED_BY(meta_mu_); raid1 legs recorded as failed
-  bool persist_ = false;      // writable: metadata is kept on disk
+  uint64_t events_ = 0;                // GUARDED_BY(meta_mu_)
+  uint64_t failed_bits_ = 0;           // GUARDED_BY(meta_mu_); raid1 legs recorded as failed
+  bool persist_ = false;               // writable: metadata is kept on disk
+  std::unique_ptr<LegFanout> fanout_;  // writable with two legs or more: legs written at once
   std::mutex meta_mu_;
 };
 

@@ -5,7 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
 #include "bdev/fault_device.h"
+#include "bdev/forwarding_device.h"
 #include "bdev/memory_device.h"
 #include "bdev/slice_device.h"
 #include "lvm/raid_format.h"
@@ -122,6 +127,69 @@ TEST(MirroredDeviceTest, FailedLegWriteIsRecordedAndTheLegRebuiltNextTime) {
   EXPECT_EQ(report.legs_rebuilt, std::vector<uint32_t>{1});
   EXPECT_EQ(ReadAll(*legs.data[1]), ReadAll(*legs.data[0]));
   EXPECT_FALSE(legs.Sb(1).leg_failed(1));
+}
+
+// A leg whose writes wait until every leg has a write in progress (or a deadline passes), and
+// that checks the region's bitmap bit is already on disk when its data arrives.
+struct Rendezvous {
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+  int legs = 0;
+  int met = 0;       // writes that saw every leg arrive
+  int unmarked = 0;  // data writes whose region was not yet dirty on disk
+};
+
+class RendezvousLeg final : public bdev::ForwardingDevice {
+ public:
+  RendezvousLeg(bdev::BlockDevicePtr target, Rendezvous& r, std::function<bool()> marked)
+      : ForwardingDevice(std::move(target)), r_(r), marked_(std::move(marked)) {}
+
+ protected:
+  Status DoWrite(uint64_t offset, std::span<const uint8_t> buf, bdev::WriteOptions opts) override {
+    std::unique_lock lock(r_.mu);
+    if (!marked_()) r_.unmarked++;
+    const int round = r_.arrived++ / r_.legs;
+    r_.cv.notify_all();
+    if (r_.cv.wait_for(lock, std::chrono::seconds(2),
+                       [&] { return r_.arrived >= (round + 1) * r_.legs; })) {
+      r_.met++;
+    }
+    lock.unlock();
+    return ForwardingDevice::DoWrite(offset, buf, opts);
+  }
+
+ private:
+  Rendezvous& r_;
+  std::function<bool()> marked_;
+};
+
+// The legs of a write are written at the same time, and only after the region is dirty on
+// disk in every live leg's bitmap.
+TEST(MirroredDeviceTest, LegsAreWrittenAtOnceAfterTheRegionIsMarked) {
+  for (size_t n : {2, 3}) {
+    Legs legs(n);
+    { ASSERT_TRUE(MirroredDevice::Open(legs.Config()).ok()); }
+    Rendezvous r;
+    r.legs = static_cast<int>(n);
+    MirroredDevice::Config c = legs.Config();
+    for (size_t i = 0; i < n; i++) {
+      c.legs[i].data = std::make_shared<RendezvousLeg>(legs.data[i], r, [&legs, n] {
+        for (size_t j = 0; j < n; j++) {
+          if (!legs.BitmapBit(j, 5)) return false;
+        }
+        return true;
+      });
+    }
+    auto dev = MirroredDevice::Open(c);
+    ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+    r.arrived = r.met = r.unmarked = 0;  // the open's own writes (none expected) do not count
+    const auto data = Fill(4096, 17);
+    ASSERT_TRUE((*dev)->Write(kRegion * 5, data).ok());
+    EXPECT_EQ(r.met, static_cast<int>(n)) << n << " legs";
+    EXPECT_EQ(r.unmarked, 0);
+    for (size_t i = 0; i < n; i++) EXPECT_EQ(ReadAll(*legs.data[i], kRegion * 5, 4096), data);
+  }
 }
 
 // A mirror LV's log has no per-leg record: after a leg fails, a write acknowledged from the
