@@ -1,4 +1,5 @@
-// Compression on the commit path (Volume::WriteCompressed; the codec is compress.h).
+// Compression on the commit path (Volume::WriteCompressed) and on the early writer's
+// (Volume::WriteEarlyCompressed); the codec is compress.h.
 //
 // A compressing volume's new data blocks cannot be allocated before they are compressed:
 // their size is known only then. So SyncTree hands them here, after its uncompressed
