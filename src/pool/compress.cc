@@ -106,6 +106,22 @@ Status DecompressBlock(Compression comp, std::span<const uint8_t> in, std::span<
   return bad("unknown compression " + std::to_string(static_cast<int>(comp)));
 }
 
+Status DecompressLz4Prefix(std::span<const uint8_t> in, std::span<uint8_t> out) {
+  if (in.empty() || in.size() > INT32_MAX || out.size() > INT32_MAX) {
+    return Status::Corruption("lz4 block of " + std::to_string(in.size()) + " bytes: bad size");
+  }
+  // With the capacity at the target, the decoder writes no byte past it.
+  const int n = LZ4_decompress_safe_partial(
+      reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(out.data()),
+      static_cast<int>(in.size()), static_cast<int>(out.size()), static_cast<int>(out.size()));
+  if (n < 0 || static_cast<size_t>(n) != out.size()) {
+    return Status::Corruption("lz4 block of " + std::to_string(in.size()) +
+                              " bytes: does not decode to " + std::to_string(out.size()) +
+                              " bytes");
+  }
+  return Status::Ok();
+}
+
 std::string CompressionName(Compression comp) {
   switch (comp) {
     case Compression::kNone:

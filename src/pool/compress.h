@@ -59,6 +59,13 @@ uint32_t CompressBlock(const CompressionSetting& setting, std::span<const uint8_
 // Corruption on anything else; kNone copies and requires equal sizes.
 Status DecompressBlock(Compression comp, std::span<const uint8_t> in, std::span<uint8_t> out);
 
+// Decodes the first out.size() bytes of an lz4 block (`in`, psize bytes) and stops: a read
+// of part of a block that nothing caches need not decode the rest (on text, decoding costs
+// several times the read and checksum of the stored bytes). Corruption when the stream
+// fails to decode before then; the rest of the block is not looked at (its checksum over
+// the stored bytes was).
+Status DecompressLz4Prefix(std::span<const uint8_t> in, std::span<uint8_t> out);
+
 std::string CompressionName(Compression comp);
 
 }  // namespace volstack::pool

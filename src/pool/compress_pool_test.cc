@@ -288,6 +288,33 @@ TEST(CompressPoolDamageTest, DamagedCompressedBlockIsCorruptionNeverWrongBytes) 
   EXPECT_FALSE(r.ok());
 }
 
+// Without a data cache a part read decodes its block only up to the part's end
+// (DecompressLz4Prefix): every part of every block, at every size and offset, reads back
+// exactly, and a damaged block is still Corruption.
+TEST(CompressPoolReadTest, PartReadsWithoutDataCacheReadBackEveryByte) {
+  for (const char* codec : {"lz4", "zstd"}) {
+    SCOPED_TRACE(codec);
+    auto f = MakePool(/*cache_data=*/false);
+    auto dev = MakeVolume(*f.pool, "trunk/v", codec);
+    const auto text = Text(4 * kVbs, 21);
+    ASSERT_TRUE(dev->Write(0, text).ok());
+    ASSERT_TRUE(dev->Flush().ok());
+    for (const BlockPtr& bp : DataBps(*f.pool, "trunk/v")) ASSERT_NE(bp.comp, Compression::kNone);
+    for (uint64_t off = 0; off < text.size(); off += 512) {
+      for (uint64_t len : {512, 4096, 12288}) {
+        if (off + len > text.size()) continue;
+        std::vector<uint8_t> got(len, 0xee);
+        ASSERT_TRUE(dev->Read(off, got).ok()) << off << "+" << len;
+        ASSERT_TRUE(std::equal(got.begin(), got.end(), text.begin() + off)) << off << "+" << len;
+      }
+    }
+    const auto bps = DataBps(*f.pool, "trunk/v");
+    ASSERT_TRUE(f.dev->FlipBits(bps[2].dva[0].offset, bps[2].psize, 1).ok());
+    std::vector<uint8_t> part(4096);
+    EXPECT_TRUE(dev->Read(2 * kVbs, part).IsCorruption());
+  }
+}
+
 // A volume's logicalused and compressratio count what its snapshots alone hold;
 // logicalreferenced and refcompressratio only its tree.
 TEST(CompressPoolPropertyTest, LogicalUsedCountsSnapshotsBlocks) {

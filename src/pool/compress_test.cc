@@ -135,6 +135,32 @@ TEST(CompressTest, HostileStreamsAreCorruptionNeverWrongBytes) {
   EXPECT_TRUE(DecompressBlock(static_cast<Compression>(7), Text(99, 1), out).IsCorruption());
 }
 
+// A part read decodes the block's first bytes exactly and writes nothing past them; a
+// stream that ends (or breaks) before them is Corruption.
+TEST(CompressTest, Lz4PrefixDecodesExactlyThatFarAndNoFurther) {
+  const auto in = Text(16384, 12);
+  const auto c = Compress("lz4", in);
+  ASSERT_GT(c.size(), 16u);
+  for (size_t want :
+       {size_t{1}, size_t{4096}, size_t{8192}, size_t{12288}, size_t{16383}, size_t{16384}}) {
+    std::vector<uint8_t> out(want + 64, 0xee);
+    ASSERT_TRUE(DecompressLz4Prefix(c, std::span(out.data(), want)).ok()) << want;
+    EXPECT_EQ(0, std::memcmp(out.data(), in.data(), want)) << want;
+    for (size_t i = want; i < out.size(); i++) ASSERT_EQ(out[i], 0xee) << want << " " << i;
+  }
+  std::vector<uint8_t> out(16384);
+  EXPECT_TRUE(DecompressLz4Prefix(std::span(c.data(), c.size() / 2), out).IsCorruption());
+  EXPECT_TRUE(DecompressLz4Prefix({}, std::span(out.data(), 10)).IsCorruption());
+  std::vector<uint8_t> more(16384 + 512);
+  EXPECT_TRUE(DecompressLz4Prefix(c, more).IsCorruption());  // the block holds less
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 1000; i++) {
+    auto g = Random(1 + rng() % 20000, rng());
+    Status st = DecompressLz4Prefix(g, std::span(out.data(), 1 + rng() % out.size()));
+    EXPECT_TRUE(st.ok() || st.IsCorruption()) << st.ToString();
+  }
+}
+
 TEST(CompressTest, BlkptrCarriesCompressionOnlyForCompressedData) {
   BlockPtr bp;
   bp.dva[0] = {0, 8, 1 << 20};

@@ -27,8 +27,9 @@
 // waits for the writes in flight (none can start while the commit holds sync_mu), then
 // adopts the copies whose buffer and checksum type still match and gives the rest back.
 //
-// What goes early: nothing of a compressing volume (the commit compresses), no received block
-// with a stored form (the commit stores that as it came: WriteStored). Otherwise runs of at
+// What goes early: no received block with a stored form (the commit stores that as it came:
+// WriteStored). A compressing volume's blocks go compressed, each allocated at its
+// compressed size (WriteEarlyCompressed, volume_compress.cc). Otherwise runs of at
 // least PoolTuning::early_write_run_bytes of whole blocks with adjacent ids, not all zero (a commit
 // makes those holes), so random writes keep the commit's placement of their blocks by id. Never
 // while a commit runs (it holds sync_mu, which allocation needs: the early writer only tries it),
@@ -83,13 +84,6 @@ void Volume::WriteEarly() {
   std::unique_lock sync(pool_->sync_mu, std::try_to_lock);
   // A commit is on (it writes them), the pool is suspended, or the volume going.
   if (!sync.owns_lock() || pool_->failed || destroyed) return;
-  if (compression().algo != Compression::kNone) {
-    // Blocks of a compressing volume are sized by the commit that compresses them
-    // (volume_compress.cc); an early copy would be stored uncompressed.
-    std::lock_guard l(mu_);
-    early_candidates_.clear();
-    return;
-  }
   const uint64_t run_blocks = std::max<uint64_t>(pool_->tuning.early_write_run_bytes / vbs_, 1);
   const uint64_t asize = pool_->asize(vbs_);
   std::vector<std::pair<uint64_t, const uint8_t*>> batch;  // blkid, buffer
@@ -123,17 +117,21 @@ void Volume::WriteEarly() {
   }
   if (batch.empty()) return;
   const ChecksumType cksum = checksum_type();
+  const CompressionSetting comp = compression();
   std::vector<EarlyBlock> blocks(batch.size());
   size_t allocated = 0;
-  for (; allocated < batch.size(); allocated++) {
-    auto dva = pool_->AllocateEarlyLocked(vbs_);
-    if (!dva.ok()) break;
-    blocks[allocated].bp = DataBlockPtr(*dva, cksum);
-    blocks[allocated].buf = batch[allocated].second;
-  }
-  sync.unlock();
   Status written;
-  {
+  if (comp.algo != Compression::kNone) {
+    // Compressed, then allocated at their size and written (volume_compress.cc).
+    allocated = WriteEarlyCompressed(sync, comp, cksum, batch, blocks, written);
+  } else {
+    for (; allocated < batch.size(); allocated++) {
+      auto dva = pool_->AllocateEarlyLocked(vbs_);
+      if (!dva.ok()) break;
+      blocks[allocated].bp = DataBlockPtr(*dva, cksum);
+      blocks[allocated].buf = batch[allocated].second;
+    }
+    sync.unlock();
     RunWriter writer(pool_);
     for (size_t i = 0; i < allocated && written.ok(); i++) {
       const std::span<const uint8_t> bytes(blocks[i].buf, vbs_);

@@ -127,7 +127,10 @@ class PoolImpl {
   // verified data blocks are offered to it. `cache_asked`: the caller's own Lookup of this
   // block just missed (and counted the access, if the caller counts), so the cache is not
   // asked again. `offer` false: a data block read from the vdev is not offered to it.
-  Status ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked = false, bool offer = true);
+  // `prefix` (nonzero): the caller reads only dst's first `prefix` bytes, so an lz4 block
+  // not offered to the cache is decoded that far only (compress.h, DecompressLz4Prefix).
+  Status ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked = false, bool offer = true,
+                   uint32_t prefix = 0);
 
   // Verified block contents (block_cache.h), under the `cache` bound shared with the
   // volumes' indirect caches (cache_bytes). Created with the pool (Create/Import).

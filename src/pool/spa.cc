@@ -212,7 +212,8 @@ uint64_t PoolImpl::total_size() const {
   return t;
 }
 
-Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked, bool offer) {
+Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked, bool offer,
+                           uint32_t prefix) {
   const Dva& d = bp.dva[0];
   if (d.vdev >= vdevs.size() || d.offset < kAllocStart ||
       d.offset + d.asize() > vdevs[d.vdev]->alloc_end() ||
@@ -255,6 +256,12 @@ Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked, b
     }
     return st;
   }
+  const bool offered = block_cache && offer && bp.type == BlockType::kVolData;
+  if (bp.comp == Compression::kLz4 && prefix != 0 && prefix < bp.lsize && !offered) {
+    return DecompressLz4Prefix(std::span<const uint8_t>(raw, bp.psize),
+                               std::span<uint8_t>(dst, prefix))
+        .WithContext("pool " + name + ": " + bp.ToString());
+  }
   if (compressed) {
     // Verified bytes that do not decode to lsize: damage the checksum cannot see (or a
     // writer's bug); never handed out as data.
@@ -263,8 +270,7 @@ Status PoolImpl::ReadBlock(const BlockPtr& bp, uint8_t* dst, bool cache_asked, b
                            .WithContext("pool " + name + ": " + bp.ToString()));
   }
   // Indirect blocks are cached decoded by their volume; only data is worth a second copy.
-  if (block_cache && offer && bp.type == BlockType::kVolData)
-    block_cache->Insert(key, dst, false, Offer::kRead);
+  if (offered) block_cache->Insert(key, dst, false, Offer::kRead);
   return Status::Ok();
 }
 

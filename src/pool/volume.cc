@@ -593,6 +593,8 @@ Status Volume::SyncTree(SyncContext& ctx) {
     if (adopt) {
       bp = e->second.bp;
       ctx.Adopt(bp.dva[0], this);
+      // Before this txg's MOS is written (volume_compress.cc, WriteCompressed).
+      if (bp.comp != Compression::kNone) pool_->compressed_blocks = true;
       early.erase(e);
       bp.birth = ctx.txg;
       adopted.emplace_back(bp, buf.get());
@@ -658,8 +660,10 @@ Status Volume::SyncTree(SyncContext& ctx) {
   VS_RETURN_IF_ERROR(written);
   VS_RETURN_IF_ERROR(helper_written);
   if (!compress.empty()) VS_RETURN_IF_ERROR(WriteCompressed(ctx, comp, cksum, compress));
-  ctx.data_bytes += (data.size() + adopted.size()) * pool_->asize(vbs_);
-  ctx.early_bytes += adopted.size() * pool_->asize(vbs_);
+  uint64_t adopted_bytes = 0;  // an early block of a compressing volume may be smaller
+  for (const auto& [bp, buf] : adopted) adopted_bytes += bp.dva[0].asize();
+  ctx.data_bytes += data.size() * pool_->asize(vbs_) + adopted_bytes;
+  ctx.early_bytes += adopted_bytes;
   if (pool_->block_cache) {
     auto add = [&](const BlockPtr& bp, const uint8_t* buf) {
       ctx.written.push_back({WrittenBlock{PoolImpl::CacheKey(bp), bp.cksum, bp.checksum, bp.comp,

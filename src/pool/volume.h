@@ -296,6 +296,15 @@ class Volume {
   // garbage back, and returns the early copies still valid for the syncing map.
   std::map<uint64_t, EarlyBlock> TakeEarlyForSyncLocked();
   void ReleaseGarbageLocked();  // sync_mu and mu_ held
+  // WriteEarly's writes for a compressing volume (volume_compress.cc), entered with `sync`
+  // held and left with it released: compresses `batch` a group at a time with sync_mu
+  // released, takes it back (only tries: a commit may wait for these writes) to allocate
+  // the group at its compressed size, and writes the group. Returns how many blocks, a
+  // prefix of `batch`, got space (their `blocks` entries set); `written`: their writes.
+  size_t WriteEarlyCompressed(std::unique_lock<std::mutex>& sync, const CompressionSetting& setting,
+                              ChecksumType cksum,
+                              std::span<const std::pair<uint64_t, const uint8_t*>> batch,
+                              std::span<EarlyBlock> blocks, Status& written);
 
   std::vector<uint64_t> early_candidates_;        // GUARDED_BY(mu_): whole new blocks
   std::map<uint64_t, EarlyBlock> early_;          // GUARDED_BY(mu_): of open_

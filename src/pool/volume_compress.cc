@@ -1,4 +1,5 @@
-// Compression on the commit path (Volume::WriteCompressed; the codec is compress.h).
+// Compression on the commit path (Volume::WriteCompressed) and on the early writer's
+// (Volume::WriteEarlyCompressed); the codec is compress.h.
 //
 // A compressing volume's new data blocks cannot be allocated before they are compressed:
 // their size is known only then. So SyncTree hands them here, after its uncompressed
@@ -14,12 +15,22 @@
 // A block that does not save enough (compress.h) is stored as it is, straight from its
 // dirty buffer. An all-zero block never gets here: SyncTree makes it a hole.
 //
+// Early writes (early_write.cc). Most of a streaming writer's blocks never reach the commit
+// here: the pool's early writer compresses runs of them while their txg is still open
+// (WriteEarlyCompressed), so compression overlaps the writer instead of following it. On
+// two cores the writer's thread copies into dirty buffers while the early writer
+// compresses, checksums and writes; the commit's two threads take only what is left (the
+// last run, partial and random blocks). The early writer compresses a group with sync_mu
+// released and only tries to take it back to allocate: a commit that started meanwhile
+// may be waiting for its blocks in flight, and compresses the rest itself.
+//
 // Received blocks (zfs receive of a `send -c` stream) come with their stored form
 // (WriteStored): the sender's compressed bytes, kept beside the dirty buffer for as long
 // as that buffer is unchanged, which this pipeline stores as they are, on a volume of any
 // `compression`, without compressing them again (zfs receive writes such blocks raw too).
 //
-// Memory: one group of scratch (kMaxRunBytes) per thread, freed when the commit returns.
+// Memory: one group of scratch (kMaxRunBytes) per commit thread, freed when the commit
+// returns, and one kept by the early writer's thread.
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -109,6 +120,60 @@ Status Volume::WriteCompressed(SyncContext& ctx, const CompressionSetting& setti
   if (any_compressed) pool_->compressed_blocks = true;
   ctx.data_bytes += stored;
   return Status::Ok();
+}
+
+size_t Volume::WriteEarlyCompressed(std::unique_lock<std::mutex>& sync,
+                                    const CompressionSetting& setting, ChecksumType cksum,
+                                    std::span<const std::pair<uint64_t, const uint8_t*>> batch,
+                                    std::span<EarlyBlock> blocks, Status& written) {
+  sync.unlock();
+  const uint32_t unit = static_cast<uint32_t>(pool_->asize(1));
+  const size_t group = std::max<uint64_t>(RunWriter::kMaxRunBytes / vbs_, 1);
+  // The early writer's own (one thread per pool): reused, so no pass faults memory in.
+  thread_local std::vector<uint8_t> scratch;
+  if (scratch.size() < group * vbs_) scratch.resize(group * vbs_);
+  std::vector<uint32_t> psize(group);
+  size_t done = 0;
+  while (done < batch.size() && written.ok()) {
+    const size_t end = std::min(done + group, batch.size());
+    for (size_t i = done; i < end; i++) {
+      psize[i - done] = CompressBlock(setting, std::span(batch[i].second, vbs_), unit,
+                                      std::span(&scratch[(i - done) * vbs_], vbs_));
+    }
+    // A commit that started meanwhile waits for these blocks' writes (in flight): it
+    // compresses the rest itself.
+    if (!sync.try_lock()) break;
+    if (pool_->failed || destroyed) {
+      sync.unlock();
+      break;
+    }
+    size_t got = done;
+    for (; got < end; got++) {
+      const uint32_t p = psize[got - done];
+      auto dva = pool_->AllocateEarlyLocked(p != 0 ? p : vbs_);
+      if (!dva.ok()) break;
+      BlockPtr& bp = blocks[got].bp;
+      bp = DataBlockPtr(*dva, cksum);
+      bp.psize = p != 0 ? p : vbs_;
+      bp.comp = p != 0 ? setting.algo : Compression::kNone;
+      blocks[got].buf = batch[got].second;
+    }
+    sync.unlock();
+    RunWriter writer(pool_);
+    for (size_t i = done; i < got && written.ok(); i++) {
+      BlockPtr& bp = blocks[i].bp;
+      const uint8_t* bytes =
+          bp.comp != Compression::kNone ? &scratch[(i - done) * vbs_] : batch[i].second;
+      const std::span<const uint8_t> on_disk(bytes, bp.psize);
+      bp.checksum = ComputeChecksum(cksum, on_disk);
+      written = writer.Add(bp.dva[0], on_disk);
+    }
+    if (written.ok()) written = writer.Flush();
+    const bool full = got < end;  // no space: the commit allocates the rest
+    done = got;
+    if (full) break;
+  }
+  return done;
 }
 
 Status Volume::WriteStored(uint64_t offset, std::span<const uint8_t> buf,

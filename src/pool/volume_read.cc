@@ -107,7 +107,7 @@ Status Volume::ReadBp(BlockPtr bp, uint64_t blkid, uint32_t in_off, uint8_t* dst
     } else {
       ScratchLease scratch;
       uint8_t* tmp = scratch->Bounce(vbs_);
-      st = pool_->ReadBlock(bp, tmp, asked, offer);
+      st = pool_->ReadBlock(bp, tmp, asked, offer, in_off + n);
       if (st.ok()) std::memcpy(dst, tmp + in_off, n);
     }
     if (st.ok()) return st;
