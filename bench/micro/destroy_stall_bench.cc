@@ -7,7 +7,9 @@
 //                  issue's figure is 10240) of another volume is destroyed. Counters:
 //                  destroy_ms (the destroy call), ref_p99_us / destroy_p99_us (per-write
 //                  latency, each write or flush), ratio (destroy_p99 / ref_p99: 1 is no
-//                  stall), destroy_max_us, ops_during (writes timed during the destroy).
+//                  stall), destroy_max_us (the slowest write or flush overlapping the
+//                  destroy) and max_at_ms (when it started, after the destroy began),
+//                  ops_during (writes timed during the destroy).
 //
 //   destroy_stall_bench
 //
@@ -64,13 +66,21 @@ class Writer {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
   }
-  // Latencies of the operations that overlap [from, to].
-  std::vector<double> Between(Clock::time_point from, Clock::time_point to) {
+  // Latencies of the operations that overlap [from, to]; *slowest_at (if given): when the
+  // slowest of them started, in ms after `from` (negative: before).
+  std::vector<double> Between(Clock::time_point from, Clock::time_point to,
+                              double* slowest_at = nullptr) {
     std::lock_guard l(mu_);
     std::vector<double> out;
+    double slowest = -1;
     for (const auto& [start, us] : ops_) {
       const auto end = start + std::chrono::microseconds(static_cast<int64_t>(us));
-      if (end >= from && start <= to) out.push_back(us);
+      if (end < from || start > to) continue;
+      out.push_back(us);
+      if (us > slowest && slowest_at != nullptr) {
+        slowest = us;
+        *slowest_at = std::chrono::duration<double, std::milli>(start - from).count();
+      }
     }
     return out;
   }
@@ -136,7 +146,7 @@ void DestroyStall(benchmark::State& state) {
     }
     if (!pool->Sync().ok()) Die("sync");
   }
-  double ref_p99 = 0, des_p99 = 0, des_max = 0, destroy_ms = 0, ops_during = 0;
+  double ref_p99 = 0, des_p99 = 0, des_max = 0, destroy_ms = 0, ops_during = 0, max_at = 0;
   for (auto _ : state) {
     Writer writer(*pool->OpenVolume("bench/w"));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // past its start
@@ -148,7 +158,7 @@ void DestroyStall(benchmark::State& state) {
     const auto t1 = Clock::now();
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     writer.Stop();
-    const auto ref = writer.Between(r0, r1), during = writer.Between(t0, t1);
+    const auto ref = writer.Between(r0, r1), during = writer.Between(t0, t1, &max_at);
     ref_p99 = Percentile(ref, 0.99);
     des_p99 = Percentile(during, 0.99);
     des_max = Percentile(during, 1.0);
@@ -161,6 +171,7 @@ void DestroyStall(benchmark::State& state) {
   state.counters["destroy_p99_us"] = des_p99;
   state.counters["destroy_max_us"] = des_max;
   state.counters["ops_during"] = ops_during;
+  state.counters["max_at_ms"] = max_at;
   state.counters["ratio"] = ref_p99 > 0 ? des_p99 / ref_p99 : 0;
   pool.reset();
   ::unlink(Path().c_str());

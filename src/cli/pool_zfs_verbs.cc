@@ -293,14 +293,18 @@ int ZfsList(Context& ctx, const ListArgs& a) {
         rc = ReportFailure(Status::NotFound("cannot open '" + n + "': dataset does not exist"));
       }
     }
+    // zfs list -t snapshot VOL (no -r): VOL's snapshots, not VOL (zfs lists to depth 1).
+    const bool snapshots_of_named = !a.recursive && types == std::vector<std::string>{"snapshot"};
     for (auto& d : all) {
       const bool type_ok = std::find(types.begin(), types.end(), d.type) != types.end();
       if (!a.names.empty()) {
         bool hit = false;
         for (const auto& n : a.names) {
           // A dataset named is listed whatever its type; its children by -t.
-          hit |= d.name == n || (type_ok && a.recursive &&
-                                 (d.name.rfind(n + "/", 0) == 0 || d.name.rfind(n + "@", 0) == 0));
+          hit |= (d.name == n && !(snapshots_of_named && d.type != "snapshot")) ||
+                 (type_ok && a.recursive &&
+                  (d.name.rfind(n + "/", 0) == 0 || d.name.rfind(n + "@", 0) == 0)) ||
+                 (type_ok && snapshots_of_named && d.name.rfind(n + "@", 0) == 0);
         }
         if (!hit) continue;
       } else if (!type_ok) {

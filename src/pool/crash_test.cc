@@ -272,7 +272,7 @@ Outcome RunCrashPoint(uint64_t seed) {
       for (int w = 0; w < nvols; w++) {
         if (kind == 1 || w == v) {
           names.push_back("trunk/v" + std::to_string(w) + tag);
-          snaps.push_back({names.back(), w, images[w], false, group});
+          snaps.push_back({names.back(), w, images[w], false, group, ""});
         }
       }
       Status st = pool->Snapshot(names);

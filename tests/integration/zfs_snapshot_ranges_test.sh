@@ -4,6 +4,7 @@
 #   1. five snapshots with known unique space: @a holds 4 MiB alone, @b and @c 2 MiB each
 #      alone and 2 MiB together, @d 4 MiB, @e nothing;
 #   2. zfs list -s/-S keys apply in command-line order (-s used -S name != -S name -s used);
+#      zfs list -t snapshot VOL lists the snapshots of VOL (not VOL), as zfs does;
 #   3. destroy -nv / -nvp of a range: the snapshots it names and the space destroying them
 #      together frees (more than the sum of their `used`); nothing destroyed;
 #   4. a range with a held snapshot, or one with a clone (without -R), a reversed or
@@ -39,8 +40,9 @@ w rg/vol 0 2 && z snapshot rg/vol@c
 w rg/vol 0 4 && z snapshot rg/vol@d
 w rg/vol 0 4 && z snapshot rg/vol@e
 used() { z list -Hp -o used "rg/vol@$1"; }
-near() { # value want: within 64 KiB above (indirect blocks)
-  [ "$1" -ge "$2" ] && [ "$1" -le $(($2 + 65536)) ]
+near() { # value want: at least want, plus at most the indirect blocks above it (with 4 KiB
+  # blocks a 16 KiB L1 per 512 KiB, and the path to the root)
+  [ "$1" -ge "$2" ] && [ "$1" -le $(($2 + $2 / 32 + 65536)) ]
 }
 for s in a:4 b:2 c:2 d:4 e:0; do
   near "$(used "${s%:*}")" $((${s#*:} * M)) || fail "used of @${s%:*}: $(used "${s%:*}")"
@@ -110,7 +112,8 @@ z snapshot rg/thick@t
   fail "written@ another volume's snapshot: $(z get -H -o value,source written@rg/thick@t rg/vol)"
 w rg/thick 0 3
 z snapshot rg/thick@u
-read -r refres ubr refer used lref < <(z get -Hp -o value refreservation,usedbyrefreservation,referenced,used,logicalreferenced rg/thick | tr '\n' ' ')
+read -r refres ubr refer used lref <<<"$(z get -Hp -o value \
+  refreservation,usedbyrefreservation,referenced,used,logicalreferenced rg/thick | tr '\n' ' ')"
 [ "$refres" -ge $((8 * M)) ] || fail "a thick volume's refreservation: $refres"
 [ "$ubr" = $((refres - refer)) ] || fail "usedbyrefreservation $ubr, refreservation $refres, referenced $refer"
 [ "$used" = $((refer + ubr)) ] || fail "used $used != referenced $refer + usedbyrefreservation $ubr"
