@@ -15,6 +15,12 @@
 
 namespace volstack::cli {
 
+// pool_zfs_destroy_snapshots.cc: zfs destroy of pool/vol@spec (lists, a%b ranges), and
+// what destroy -r takes before a volume.
+int ZfsDestroySnapshots(Context& ctx, const std::string& name, bool recursive, bool dependents,
+                        bool dry_run, bool verbose, bool parsable);
+Status DestroySnapshotsOf(Context& ctx, pool::Pool& pool, const std::vector<std::string>& volumes);
+
 namespace {
 using poolcli::Bytes;
 
@@ -199,7 +205,8 @@ struct ListArgs {
   bool scripted = false, parsable = false, recursive = false;
   std::string cols, types;
   std::vector<std::string> names;
-  std::vector<std::string> sort_asc, sort_desc;  // -s, -S
+  // -s (ascending) and -S (descending) keys in the order the command line gives them.
+  std::vector<std::pair<std::string, bool>> sort;
 };
 
 int ZfsList(Context& ctx, const ListArgs& a) {
@@ -211,15 +218,13 @@ int ZfsList(Context& ctx, const ListArgs& a) {
     cols = *list;
   }
   std::vector<std::pair<std::string, bool>> sort_keys;  // (property, descending)
-  for (bool desc : {false, true}) {
-    for (const auto& k : desc ? a.sort_desc : a.sort_asc) {
-      auto list =
-          poolcli::PropList(k, [](const std::string& p) { return KnownZfsProp(Canonical(p)); });
-      if (!list.ok() || list->size() != 1) {
-        return ReportUsage("zfs list: invalid sort property '" + k + "'");
-      }
-      sort_keys.emplace_back(Canonical(list->front()), desc);
+  for (const auto& [k, desc] : a.sort) {
+    auto list =
+        poolcli::PropList(k, [](const std::string& p) { return KnownZfsProp(Canonical(p)); });
+    if (!list.ok() || list->size() != 1) {
+      return ReportUsage("zfs list: invalid sort property '" + k + "'");
     }
+    sort_keys.emplace_back(Canonical(list->front()), desc);
   }
   std::vector<std::string> written_at = cols;  // the written@ columns and sort keys
   for (const auto& [k, desc] : sort_keys) written_at.push_back(k);
@@ -288,14 +293,18 @@ int ZfsList(Context& ctx, const ListArgs& a) {
         rc = ReportFailure(Status::NotFound("cannot open '" + n + "': dataset does not exist"));
       }
     }
+    // zfs list -t snapshot VOL (no -r): VOL's snapshots, not VOL (zfs lists to depth 1).
+    const bool snapshots_of_named = !a.recursive && types == std::vector<std::string>{"snapshot"};
     for (auto& d : all) {
       const bool type_ok = std::find(types.begin(), types.end(), d.type) != types.end();
       if (!a.names.empty()) {
         bool hit = false;
         for (const auto& n : a.names) {
           // A dataset named is listed whatever its type; its children by -t.
-          hit |= d.name == n || (type_ok && a.recursive &&
-                                 (d.name.rfind(n + "/", 0) == 0 || d.name.rfind(n + "@", 0) == 0));
+          hit |= (d.name == n && !(snapshots_of_named && d.type != "snapshot")) ||
+                 (type_ok && a.recursive &&
+                  (d.name.rfind(n + "/", 0) == 0 || d.name.rfind(n + "@", 0) == 0)) ||
+                 (type_ok && snapshots_of_named && d.name.rfind(n + "@", 0) == 0);
         }
         if (!hit) continue;
       } else if (!type_ok) {
@@ -321,77 +330,18 @@ int ZfsList(Context& ctx, const ListArgs& a) {
   return rc;
 }
 
-// The snapshots of `volumes`, then the volumes' own: what zfs destroy -r takes first.
-Status DestroySnapshotsOf(Context& ctx, pool::Pool& pool, const std::vector<std::string>& volumes) {
-  for (const auto& v : volumes) VS_RETURN_IF_ERROR(ReleaseSnapshots(ctx, pool.SnapshotNames(v)));
-  for (const auto& v : volumes) {
-    auto snaps = pool.ListSnapshots(v);
-    for (auto it = snaps.rbegin(); it != snaps.rend(); ++it) {
-      VS_RETURN_IF_ERROR(pool.DestroySnapshot(it->name));
-    }
-  }
-  return Status::Ok();
-}
-
 struct DestroyArgs {
   std::string name;
   bool recursive = false, dependents = false, dry_run = false, verbose = false, parsable = false;
 };
 
-int ZfsDestroySnapshot(Context& ctx, const DestroyArgs& a) {
-  if (Status st = pool::ValidateSnapshotName(a.name); !st.ok()) {
-    return ReportUsage("zfs destroy: " + st.message());
-  }
-  auto p = PoolOf(ctx, a.name, a.dry_run);
-  if (!p.ok()) return ReportFailure(p.status());
-  auto snap = (*p)->GetDataset(a.name);
-  if (!snap.ok()) {
-    return ReportFailure(
-        Status::NotFound("could not find any snapshots to destroy; check snapshot names."));
-  }
-  // -R: the clones go first (after their own snapshots), as zfs destroys dependents.
-  if (!snap->clones.empty() && !a.dependents) {
-    std::string msg = "cannot destroy '" + a.name +
-                      "': snapshot has dependent clones\nuse '-R' to destroy the following "
-                      "datasets:";
-    for (const auto& c : snap->clones) msg += "\n" + c;
-    return ReportFailure(Status::Exists(msg));
-  }
-  uint64_t freed = 0;
-  if (a.dry_run || a.verbose) {
-    for (const auto& c : snap->clones)
-      std::fprintf(Out(), "%s destroy %s\n", a.dry_run ? "would" : "will", c.c_str());
-    if (Status st = (*p)->DestroySnapshot(a.name, /*dry_run=*/true, &freed); !st.ok()) {
-      return ReportFailure(st);
-    }
-    std::fprintf(Out(), "%s destroy %s\n%s reclaim %s\n", a.dry_run ? "would" : "will",
-                 a.name.c_str(), a.dry_run ? "would" : "will", Bytes(freed, a.parsable).c_str());
-    if (a.dry_run) return kExitOk;
-  }
-  // A visible snapshot is a device: in use, refused; else the daemon lets go of it.
-  if (Status st = ReleaseSnapshots(ctx, {a.name}); !st.ok()) {
-    return ReportFailure(st.WithContext("cannot destroy '" + a.name + "'"));
-  }
-  if (!snap->clones.empty()) {
-    if (Status busy = CheckNotInUse(ctx, snap->clones); !busy.ok()) {
-      std::fprintf(Err(), "volstack: cannot destroy '%s': dataset is busy (%s)\n", a.name.c_str(),
-                   busy.message().c_str());
-      return kExitFailure;
-    }
-    ctx.stack().Release(snap->clones);
-    if (Status st = DestroySnapshotsOf(ctx, **p, snap->clones); !st.ok()) return ReportFailure(st);
-    for (const auto& c : snap->clones) {
-      if (Status st = (*p)->DestroyVolume(c); !st.ok()) return ReportFailure(st);
-    }
-  }
-  if (Status st = (*p)->DestroySnapshot(a.name); !st.ok()) return ReportFailure(st);
-  return kExitOk;
-}
-
 int ZfsDestroy(Context& ctx, const DestroyArgs& a) {
   const std::string& name = a.name;
   const bool recursive = a.recursive || a.dependents;
-  if (name.find('@') != std::string::npos) return ZfsDestroySnapshot(ctx, a);
+  if (name.find('@') != std::string::npos) {
+    return ZfsDestroySnapshots(ctx, name, a.recursive, a.dependents, a.dry_run, a.verbose,
+                               a.parsable);
+  }
   if (a.dry_run) return ReportUsage("zfs destroy: -n is supported for snapshots only");
   if (name.find('/') == std::string::npos) {
     auto p = poolcli::OpenPool(ctx, name);
@@ -491,8 +441,9 @@ int ZfsGet(Context& ctx, bool scripted, bool parsable, const std::string& fields
       want.insert(want.end(),
                   {"compressratio", "refcompressratio", "logicalused", "logicalreferenced"});
       if (d->type == "snapshot") {
-        want = {"type",    "creation",     "used", "referenced", "written",
-                "volsize", "volblocksize", "guid", "createtxg",  "clones"};
+        want = {
+            "type",         "creation", "used",      "referenced", "written",          "volsize",
+            "volblocksize", "guid",     "createtxg", "clones",     "logicalreferenced"};
       } else if (d->type != "volume") {
         want = {"type",       "creation",    "used",     "available", "referenced",
                 "mountpoint", "compression", "readonly", "checksum",  "guid"};
@@ -583,10 +534,15 @@ void RegisterZfsVerbs(CLI::App& app, Context& ctx) {
     c->add_flag("-r", a->recursive, "Include children");
     c->add_option("-o", a->cols, "Columns");
     c->add_option("-t", a->types, "Types (filesystem,volume,snapshot,all)");
-    c->add_option("-s", a->sort_asc, "Sort by a property, ascending (repeatable)")
-        ->allow_extra_args(false);
-    c->add_option("-S", a->sort_desc, "Sort by a property, descending (repeatable)")
-        ->allow_extra_args(false);
+    // Each key is taken as it is parsed, so -s and -S keys keep their command-line order.
+    for (bool desc : {false, true}) {
+      c->add_option_function<std::string>(
+           desc ? "-S" : "-s", [a, desc](const std::string& k) { a->sort.emplace_back(k, desc); },
+           desc ? "Sort by a property, descending (repeatable)"
+                : "Sort by a property, ascending (repeatable)")
+          ->trigger_on_parse()
+          ->allow_extra_args(false);
+    }
     c->add_option("datasets", a->names, "Datasets");
   }
   {

@@ -12,10 +12,13 @@
 //   - CheckPool finds every tree, the space map and the log blocks consistent (no leak, no
 //     double allocation) and every data checksum good;
 //   - the pool keeps working: more writes, a flush, and the check again.
-// Half the points also take, destroy and roll back to snapshots (snapshot.cc) between
-// the writes; after import each such operation happened entirely or not at all (a
-// snapshot of several volumes exists for all or none), every snapshot reads back exactly
-// its volumes' data when it was taken, and the checker proves each snapshot's space.
+// Half the points also take, destroy and roll back to snapshots (snapshot.cc), clone them
+// and promote the clones (promote.cc) between the writes; clones join the workload as
+// volumes of their own. After import each such operation happened entirely or not at all
+// (a snapshot of several volumes exists for all or none; a clone exists whole or not at
+// all; a promote moved every snapshot it moves and swapped the origins, or nothing), every
+// snapshot reads back exactly its volumes' data when it was taken, every clone its own
+// writes over its origin's data, and the checker proves each snapshot's space.
 // A quarter of the points run in a pool nearly full, so writes wait for freed space. Early
 // writes (early_write.cc) run between operations, as the early writer does between writes,
 // and half of them are followed by early flushes of every vdev (early_flush.h).
@@ -71,6 +74,9 @@ struct SnapModel {
   std::vector<uint8_t> image;
   bool sure = true;
   int group = 0;
+  // A promote cut by the power failure: the snapshot is `name` or, if the promote
+  // happened, `alias` (the clone's name for it), as every other snapshot it moves.
+  std::string alias;
 };
 
 struct Outcome {
@@ -83,6 +89,8 @@ struct Outcome {
   bool compressed = false;     // a compressed block was committed before the cut
   uint64_t snapshot_ops = 0;   // snapshots taken, destroyed and rolled back to
   uint64_t snapshot_cuts = 0;  // of those, cut by the power failure
+  uint64_t clones = 0;         // clones made (or cut while being made)
+  uint64_t promotes = 0;       // promotes done (or cut)
 };
 
 Outcome RunCrashPoint(uint64_t seed) {
@@ -112,7 +120,7 @@ Outcome RunCrashPoint(uint64_t seed) {
   auto created = Pool::Create("trunk", devs, co);
   if (!created.ok()) return fail("create: " + created.status().ToString());
   auto pool = *created;
-  const int nvols = 1 + static_cast<int>(rng() % 2);
+  int nvols = 1 + static_cast<int>(rng() % 2);  // clones add volumes
   std::vector<bdev::BlockDevicePtr> vols;
   std::vector<std::vector<uint8_t>> images;
   std::vector<bool> always;
@@ -157,11 +165,100 @@ Outcome RunCrashPoint(uint64_t seed) {
     since[v].clear();
   };
   const bool with_snapshots = rng() % 2 == 0;
+  // Clones and promotes draw from their own generator, so a point without them runs the
+  // workload it ran before they were added.
+  std::mt19937_64 krng(seed ^ 0xc10ec10e);
+  std::vector<std::string> origin(nvols);   // per volume: its origin snapshot, "" if none
+  std::vector<bool> vol_sure(nvols, true);  // false: a clone whose creation was cut
+  std::optional<std::vector<std::string>> alt_origin;  // the origins if a cut promote happened
   std::vector<SnapModel> snaps;
   std::vector<std::optional<std::vector<uint8_t>>> alt(nvols);  // a rollback cut mid-way
   int next_snap = 0, next_group = 0;
+  auto vol_name = [](int v) { return "trunk/v" + std::to_string(v); };
+  auto has_clones = [&](const std::string& snap) {
+    return std::find(origin.begin(), origin.end(), snap) != origin.end();
+  };
+  // A clone of a snapshot (it becomes volume nvols), or a promote of a clone; Ok without
+  // doing anything when there is nothing to clone or promote.
+  auto clone_op = [&](int v) -> Status {
+    std::vector<int> clones;
+    for (int w = 0; w < nvols; w++) {
+      if (!origin[w].empty()) clones.push_back(w);
+    }
+    if (!clones.empty() && (krng() % 2 == 0 || nvols >= 4 || snaps.empty())) {
+      const int c = clones[krng() % clones.size()];
+      const std::string parent = origin[c].substr(0, origin[c].find('@'));
+      const int p = std::stoi(parent.substr(parent.find("/v") + 2));
+      // The snapshots that move: the parent's up to and including the clone's origin.
+      size_t last = 0;
+      while (last < snaps.size() && snaps[last].name != origin[c]) last++;
+      if (last == snaps.size()) {  // the model lost a clone's origin: a bug of this test
+        ADD_FAILURE() << "seed " << seed << ": no origin " << origin[c] << " in the model";
+        return Status::Ok();
+      }
+      std::map<std::string, std::string> renamed;
+      for (size_t k = 0; k <= last; k++) {
+        if (snaps[k].vol != p) continue;
+        const std::string to = vol_name(c) + snaps[k].name.substr(snaps[k].name.find('@'));
+        for (const auto& m : snaps) {
+          if (m.name == to) return Status::Ok();  // zfs's "conflicting snapshot": not tried
+        }
+        renamed[snaps[k].name] = to;
+      }
+      out.promotes++;
+      std::vector<std::string> after = origin;
+      for (auto& o : after) {
+        if (auto r = renamed.find(o); r != renamed.end()) o = r->second;
+      }
+      after[p] = renamed[origin[c]];
+      after[c] = origin[p];
+      for (auto& m : snaps) {
+        if (renamed.count(m.name)) m.alias = renamed[m.name];
+      }
+      alt_origin = after;
+      Status st = pool->Promote(vol_name(c));
+      if (st.ok()) {
+        for (auto& m : snaps) {
+          if (m.alias.empty()) continue;
+          m.name = m.alias;
+          m.alias.clear();
+          m.vol = c;
+        }
+        origin = after;
+        alt_origin.reset();
+        for (int w = 0; w < nvols; w++) durable(w);  // its commit took every volume's data
+      }
+      return st;
+    }
+    std::vector<size_t> sure;
+    for (size_t k = 0; k < snaps.size(); k++) {
+      if (snaps[k].sure) sure.push_back(k);
+    }
+    if (sure.empty() || nvols >= 4) return Status::Ok();
+    const SnapModel& from = snaps[sure[krng() % sure.size()]];
+    out.clones++;
+    const int c = nvols++;
+    images.push_back(from.image);
+    flushed.push_back(from.image);
+    since.emplace_back();
+    always.push_back(false);
+    alt.emplace_back();
+    origin.push_back(from.name);
+    vol_sure.push_back(false);
+    vols.emplace_back();
+    (void)v;
+    auto made = pool->Clone(from.name, vol_name(c));
+    if (!made.ok()) return made.status();
+    vol_sure[c] = true;
+    for (int w = 0; w < nvols; w++) durable(w);
+    auto dev = pool->OpenVolume(vol_name(c));
+    if (!dev.ok()) return dev.status();
+    vols[c] = *dev;
+    return Status::Ok();
+  };
   // One snapshot operation; its Status, with the model updated for success or a cut.
   auto snapshot_op = [&](int v) -> Status {
+    if (krng() % 3 == 0) return clone_op(v);
     out.snapshot_ops++;
     const uint32_t kind = rng() % 4;
     std::vector<size_t> of_v;
@@ -175,7 +272,7 @@ Outcome RunCrashPoint(uint64_t seed) {
       for (int w = 0; w < nvols; w++) {
         if (kind == 1 || w == v) {
           names.push_back("trunk/v" + std::to_string(w) + tag);
-          snaps.push_back({names.back(), w, images[w], false, group});
+          snaps.push_back({names.back(), w, images[w], false, group, ""});
         }
       }
       Status st = pool->Snapshot(names);
@@ -188,13 +285,18 @@ Outcome RunCrashPoint(uint64_t seed) {
     const size_t k = of_v[rng() % of_v.size()];
     if (kind == 2) {  // destroy
       const std::string name = snaps[k].name;
+      if (has_clones(name)) return Status::Ok();  // refused (EEXIST): not tried
       snaps[k].sure = false;
       snaps[k].group = ++next_group;
       Status st = pool->DestroySnapshot(name);
       if (st.ok()) std::erase_if(snaps, [&](const SnapModel& m) { return m.name == name; });
       return st;
     }
-    // Roll back (closed, after a sync so nothing of the volume is left to drop).
+    // Roll back (closed, after a sync so nothing of the volume is left to drop). A later
+    // snapshot with clones would refuse it (EEXIST): not tried.
+    for (size_t m = k + 1; m < snaps.size(); m++) {
+      if (snaps[m].vol == v && has_clones(snaps[m].name)) return Status::Ok();
+    }
     if (Status st = pool->Sync(); !st.ok()) return st;
     for (int w = 0; w < nvols; w++) durable(w);
     vols[v].reset();
@@ -329,15 +431,21 @@ Outcome RunCrashPoint(uint64_t seed) {
   pool = *imported;
   out.replayed += pool->impl()->zil->replayed_records();
   std::vector<std::vector<uint8_t>> got;
+  std::vector<bool> exists(nvols, true);
   for (int v = 0; v < nvols; v++) {
     auto dev = pool->OpenVolume("trunk/v" + std::to_string(v));
-    if (!dev.ok()) return fail("open after import: " + dev.status().ToString());
     got.emplace_back(images[v].size());
+    if (!dev.ok() && !vol_sure[v] && dev.status().code() == ENOENT) {
+      exists[v] = false;  // a clone cut while being made, and not made
+      continue;
+    }
+    if (!dev.ok()) return fail("open after import: " + dev.status().ToString());
     if (auto st = (*dev)->Read(0, got.back()); !st.ok()) return fail("read: " + st.ToString());
   }
   // Per volume, find a prefix of its `since` whose state equals what was read, tracking
   // the number of differing bytes incrementally (O(op length) per step, not O(volume)).
   for (int v = 0; v < nvols; v++) {
+    if (!exists[v]) continue;
     std::vector<uint8_t> state = flushed[v];
     const auto& g = got[v];
     uint64_t diff = 0;
@@ -390,12 +498,21 @@ Outcome RunCrashPoint(uint64_t seed) {
   std::set<std::string> listed;
   for (const auto& d : pool->ListSnapshots()) listed.insert(d.name);
   std::map<int, std::pair<int, int>> groups;  // group -> (exist, missing)
+  int moved = 0, stayed = 0;                  // of the snapshots a cut promote moves
   for (const auto& m : snaps) {
-    const bool exists = listed.erase(m.name) > 0;
+    bool exists = listed.erase(m.name) > 0;
+    std::string name = m.name;
+    if (!m.alias.empty()) {
+      const bool as_alias = listed.erase(m.alias) > 0;
+      if (as_alias && exists) return fail("snapshot " + m.name + " exists under two names");
+      if (as_alias) name = m.alias;
+      exists |= as_alias;
+      (as_alias ? moved : stayed)++;
+    }
     if (m.sure && !exists) return fail("snapshot " + m.name + " lost");
     if (!m.sure) (exists ? groups[m.group].first : groups[m.group].second)++;
     if (!exists) continue;
-    auto dev = pool->OpenVolume(m.name);
+    auto dev = pool->OpenVolume(name);
     if (!dev.ok()) return fail("open " + m.name + ": " + dev.status().ToString());
     std::vector<uint8_t> g(m.image.size());
     if (auto st = (*dev)->Read(0, g); !st.ok()) return fail("read " + m.name);
@@ -404,6 +521,19 @@ Outcome RunCrashPoint(uint64_t seed) {
   if (!listed.empty()) return fail("snapshot " + *listed.begin() + " appeared");
   for (const auto& [group, n] : groups) {
     if (n.first > 0 && n.second > 0) return fail("a snapshot operation happened in part");
+  }
+  if (moved > 0 && stayed > 0) return fail("a promote moved some of its snapshots only");
+  // The origins are the model's, or (a promote cut mid-way that happened) the promoted ones.
+  std::map<std::string, std::string> origins;
+  for (const auto& d : pool->ListDatasets()) origins[d.name] = d.origin;
+  auto origins_are = [&](const std::vector<std::string>& want) {
+    for (int v = 0; v < nvols; v++) {
+      if (exists[v] && origins[vol_name(v)] != want[v]) return false;
+    }
+    return true;
+  };
+  if (!origins_are(origin) && !(alt_origin && moved > 0 && origins_are(*alt_origin))) {
+    return fail("the volumes' origins are neither before nor after the last promote");
   }
   auto report = CheckPool(*pool, true);
   if (!report.ok()) return fail("check: " + report.status().ToString());
@@ -435,7 +565,7 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
   }
   int failures = 0;
   uint64_t ops = 0, replayed = 0, double_cuts = 0, space_commits = 0, early_bytes = 0,
-           snapshot_ops = 0, snapshot_cuts = 0, compressed = 0;
+           snapshot_ops = 0, snapshot_cuts = 0, compressed = 0, clones = 0, promotes = 0;
   for (int i = 0; i < points; i++) {
     Outcome o = RunCrashPoint(first_seed + static_cast<uint64_t>(i));
     ops += o.ops;
@@ -446,6 +576,8 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
     snapshot_ops += o.snapshot_ops;
     snapshot_cuts += o.snapshot_cuts;
     compressed += o.compressed;
+    clones += o.clones;
+    promotes += o.promotes;
     if (!o.error.empty()) {
       ADD_FAILURE() << o.error;
       if (++failures >= 5) break;
@@ -454,11 +586,13 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
   std::printf(
       "crash points: %d, workload ops: %llu, log records replayed: %llu, "
       "cuts during import: %llu, commits for space: %llu, early bytes adopted: %llu, "
-      "snapshot operations: %llu (cut: %llu), points with compressed blocks: %llu\n",
+      "snapshot operations: %llu (cut: %llu), clones: %llu, promotes: %llu, "
+      "points with compressed blocks: %llu\n",
       points, static_cast<unsigned long long>(ops), static_cast<unsigned long long>(replayed),
       static_cast<unsigned long long>(double_cuts), static_cast<unsigned long long>(space_commits),
       static_cast<unsigned long long>(early_bytes), static_cast<unsigned long long>(snapshot_ops),
-      static_cast<unsigned long long>(snapshot_cuts), static_cast<unsigned long long>(compressed));
+      static_cast<unsigned long long>(snapshot_cuts), static_cast<unsigned long long>(clones),
+      static_cast<unsigned long long>(promotes), static_cast<unsigned long long>(compressed));
   // The suite must exercise the log (replays and cuts during import happen), writes
   // that wait for space and early writes that commits adopt.
   if (points >= 100) {
@@ -467,6 +601,8 @@ TEST(CrashTest, RandomPowerCutsAlwaysImportToAFlushedOrNewerState) {
     EXPECT_GT(double_cuts, 0u);
     EXPECT_GT(space_commits, 0u);
     EXPECT_GT(snapshot_cuts, 0u);
+    EXPECT_GT(clones, uint64_t(points / 20));
+    EXPECT_GT(promotes, uint64_t(points / 50));
     EXPECT_GT(compressed, uint64_t(points / 10));
   }
 }

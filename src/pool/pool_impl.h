@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,13 @@ uint64_t NewVdevGuid();
 // What a thick volume reserves: volsize plus its indirect blocks when fully written.
 uint64_t MetaOverhead(const PoolImpl& pool, uint64_t nblocks);
 uint64_t FullReservation(const PoolImpl& pool, uint64_t volsize, uint32_t vbs);
+// snapshot.cc: calls fn for every block of tree `a` born after `min_txg` that tree `b`
+// (the same lineage, as tall or taller: volumes only grow) does not name. A hole `b` names
+// nothing.
+Status DiffTrees(PoolImpl& pool, const DatasetPhys& a, const BlockPtr& b_root, uint32_t b_levels,
+                 uint64_t min_txg, const std::function<Status(const BlockPtr&)>& fn);
+// snapshot.cc, mu held: the snapshot has a user hold (zfs hold).
+bool SnapshotHeldLocked(const Volume& snap);
 // Validates and normalises a settable volume property into `props` (spa.cc).
 Status ApplyVolumeProp(std::map<std::string, std::string>& props, const std::string& prop,
                        const std::string& value);
@@ -211,6 +219,9 @@ class PoolImpl {
   // frees (its `used`), the bytes it holds born since the previous snapshot (`written`).
   Result<uint64_t> SnapshotUniqueLocked(const std::string& snapshot);
   Result<uint64_t> WrittenSinceLocked(const DatasetPhys& tree, uint64_t since_txg);
+  // sync_mu held: what destroying every snapshot in `names` together frees
+  // (destroy_snapshots.cc).
+  Result<uint64_t> SnapshotsUniqueLocked(const std::vector<std::string>& names);
   // sync_mu held: a volume's `written` (since its newest snapshot or origin) and
   // `usedbysnapshots` (what destroying all its snapshots frees), of its synced tree;
   // `logical_snapshots`, if given: the same blocks by lsize (for logicalused);

@@ -31,9 +31,10 @@
 // after it the promote complete.
 //
 // Refused, with nothing changed: a name that is not a clone; a short name C already uses
-// (zfs's "conflicting snapshot"); a moved snapshot that is open (a device in use would be
-// renamed under its user); a receive in progress whose hidden dataset is a clone of a
-// moved snapshot (its resume state names the origin's volume).
+// (zfs's "conflicting snapshot"); a moved snapshot that is open (the Volume object would
+// follow the rename, but the devfs file, loop binding and NBD export records above it are
+// kept by name and do not: docs/snapshots.md); a receive in progress whose hidden dataset is a
+// clone of a moved snapshot (its resume state names the origin's volume).
 #include <algorithm>
 
 #include "pool/pool_impl.h"

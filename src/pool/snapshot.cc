@@ -103,6 +103,8 @@ Status DiffBp(PoolImpl& pool, const BlockPtr& a, const BlockPtr& b, uint64_t min
   return Status::Ok();
 }
 
+}  // namespace
+
 // Calls fn for every block of tree `a` born after `min_txg` that tree `b` (the same
 // lineage, as tall or taller: volumes only grow) does not name. A hole `b` names nothing.
 Status DiffTrees(PoolImpl& pool, const DatasetPhys& a, const BlockPtr& b_root, uint32_t b_levels,
@@ -118,8 +120,6 @@ Status DiffTrees(PoolImpl& pool, const DatasetPhys& a, const BlockPtr& b_root, u
   }
   return DiffBp(pool, a.root, b, min_txg, fn);
 }
-
-}  // namespace
 
 Status ValidateSnapshotName(const std::string& name) {
   const auto at = name.find('@');
@@ -495,6 +495,8 @@ size_t HoldCount(const Props& props) {
 bool HeldLocked(const Volume& snap) { return HoldCount(snap.synced_phys().props) > 0; }
 }  // namespace
 
+bool SnapshotHeldLocked(const Volume& snap) { return HeldLocked(snap); }
+
 std::vector<DatasetInfo> Pool::ListSnapshots(const std::string& volume) {
   PoolImpl& p = *impl_;
   std::vector<DatasetInfo> out;
@@ -639,38 +641,7 @@ Result<std::map<std::string, uint64_t>> Pool::Holds(const std::string& snapshot)
 }
 
 Status Pool::DestroySnapshot(const std::string& name, bool dry_run, uint64_t* freed) {
-  PoolImpl& p = *impl_;
-  std::lock_guard admin(p.snap_admin_mu);
-  VS_RETURN_IF_ERROR(p.CheckUsable());
-  VS_RETURN_IF_ERROR(ValidateSnapshotName(name));
-  {
-    std::lock_guard l(p.mu);
-    auto it = p.snapshots.find(name);
-    if (it == p.snapshots.end()) {
-      return Status::NotFound("could not find any snapshots to destroy; check snapshot names.");
-    }
-    if (it->second->open_count > 0 || HeldLocked(*it->second)) {
-      return Status::Busy("cannot destroy snapshot " + name + ": dataset is busy" +
-                          (HeldLocked(*it->second) ? " (held: zfs holds)" : ""));
-    }
-    for (const auto& [vn, v] : p.volumes) {
-      if (v->synced_phys().origin == name) {
-        return Status::Exists("cannot destroy '" + name + "': snapshot has dependent clones (" +
-                              vn + ")");
-      }
-    }
-  }
-  if (freed != nullptr) {
-    std::lock_guard s(p.sync_mu);
-    VS_ASSIGN_OR_RETURN(*freed, p.SnapshotUniqueLocked(name));
-  }
-  if (dry_run) return Status::Ok();
-  {
-    std::lock_guard l(p.mu);
-    p.pending_snap_ops.push_back({PoolImpl::SnapOp::Kind::kDestroy, name, 0});
-    p.mos_dirty = true;
-  }
-  return p.Sync();
+  return DestroySnapshots({name}, dry_run, freed);
 }
 
 namespace {

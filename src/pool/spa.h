@@ -262,9 +262,17 @@ class Pool : public std::enable_shared_from_this<Pool> {
   // two of one volume: the error, nothing changed. O(1) in the volumes' sizes.
   Status Snapshot(const std::vector<std::string>& names);
   // Frees what no other snapshot, clone or head holds. EBUSY while the snapshot is open or
-  // has clones. `dry_run`: changes nothing. *freed (if given): the bytes freed, or that
-  // would be.
+  // held, EEXIST while it has clones. `dry_run`: changes nothing (checks only that it
+  // exists). *freed (if given): the bytes freed, or that would be.
   Status DestroySnapshot(const std::string& name, bool dry_run = false, uint64_t* freed = nullptr);
+  // zfs destroy of several snapshots (a list, a@b%c ranges resolved by the caller): all in
+  // one txg, or none. Every one is checked first: missing (ENOENT), open or held (EBUSY),
+  // with clones (EEXIST): that error, nothing destroyed. `dry_run`: changes nothing and
+  // checks only that they exist. *freed: what destroying them all
+  // together frees (not the sum of their `used`: a block two of them share is freed by
+  // destroying both). A name given twice counts once.
+  Status DestroySnapshots(const std::vector<std::string>& names, bool dry_run = false,
+                          uint64_t* freed = nullptr);
   // Returns the volume to the snapshot's data (volsize included; properties stay). The
   // snapshot must be the volume's newest unless `destroy_later`, which destroys the later
   // ones in the same txg. EBUSY while the volume is open, or a later snapshot has clones.
