@@ -25,6 +25,7 @@
 #include "pool/spa.h"
 #include "pool/txg_stats.h"
 #include "pool/vdev.h"
+#include "pool/vdev_table.h"
 #include "pool/volume.h"
 #include "pool/zil.h"
 
@@ -48,8 +49,7 @@ inline constexpr uint64_t kRewindRunBytes = 1 << 20;  // PoolImpl::cursor
 // What ReserveDirty keeps for a commit's space map and MOS blocks.
 inline constexpr uint64_t kMetaSlackBytes = 2 << 20;
 
-// The most top-level vdevs a pool has. PoolImpl::vdevs reserves room for them, so `zpool
-// add` (which appends under sync_mu) never moves the vector under a reader.
+// The most top-level vdevs a pool has (PoolImpl::vdevs has a slot for each).
 inline constexpr size_t kMaxVdevs = 1024;
 // Create and zpool add: checks new vdevs' shapes and devices (size, sector size against
 // ashift, a label of another pool unless `force`); MakeVdev builds one with a new guid per
@@ -116,10 +116,12 @@ class PoolImpl {
   std::string name;
   uint64_t pool_guid = 0;
   uint32_t ashift = 12;
-  uint64_t guid_sum = 0;
   PoolTuning tuning;
-  std::vector<std::unique_ptr<Vdev>> vdevs;
-  std::vector<uint64_t> vdev_guids;
+  // The top-level vdevs by id; zpool add appends (vdev_table.h has the publication rule).
+  VdevTable vdevs{kMaxVdevs};
+  // The sum of the vdevs' guids (the uberblocks'); grows with zpool add. GUARDED_BY(sync_mu)
+  // once the pool is shared.
+  uint64_t guid_sum = 0;
   uint64_t create_time = 0;
   bool read_only = false;  // imported with PoolImportOptions::read_only: never writes
   ImportReport import_report;
@@ -356,8 +358,12 @@ class PoolImpl {
   // kTxgDefer timeouts instead of at the next write. An idle pool then commits no more.
   Status SyncOnTimer();
   // sync_mu held. Commits nothing when nothing changed, unless `even_if_clean` (a txg
-  // with no changes still releases the frees of txg - kTxgDefer).
-  Status SyncLocked(bool even_if_clean = false);
+  // with no changes still releases the frees of txg - kTxgDefer). `before_durable` (if
+  // given) runs once the txg's uberblocks are flushed and before anyone is told the txg is
+  // durable (synced_txg, the intent logs' SyncDone): zpool add writes the labels that make
+  // import choose the txg there (vdev_add.cc). Its failure fails the commit.
+  Status SyncLocked(bool even_if_clean = false,
+                    const std::function<Status(uint64_t txg)>& before_durable = {});
   // For a write that found no room: commits once if that could free space (data is dirty,
   // whose overwritten blocks the commit frees, or frees wait for release); false if the
   // commit failed or nothing could (the pool is full). kTxgDefer + 1 calls release every
@@ -420,7 +426,10 @@ class PoolImpl {
   // in flight (an early flush that failed may have lost what these flushes would
   // otherwise vouch for).
   Status FlushAll();
+  // Writes every vdev's label configs (even labels, flush, odd labels, flush). Takes
+  // sync_mu: label writes are serialised with zpool add's (vdev_add.cc).
   Status WriteLabels(PoolState state, uint64_t txg);
+  Status WriteLabelsLocked(PoolState state, uint64_t txg);  // sync_mu held
 
   // Loads MOS + space map from `ub` and builds free/live/volumes. Requires no volumes yet.
   Status LoadFrom(const Uberblock& ub);

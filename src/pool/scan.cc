@@ -268,12 +268,18 @@ void PoolImpl::RunScan(bool resilver) {
       if (k->resilvering) filling.push_back(k);
     }
   }
-  for (auto& v : vdevs) {
-    auto fixed = v->RepairLabels(BaseLabelConfig(*v, PoolState::kActive, synced_txg.load()));
-    if (fixed.ok() && *fixed > 0) {
-      std::lock_guard l(scan_mu);
-      scan.repaired += *fixed * kLabelConfigSize;
+  uint64_t labels_fixed = 0;
+  {
+    // Label writes are serialised under sync_mu (zpool add's among them: vdev_add.cc).
+    std::lock_guard s(sync_mu);
+    for (auto& v : vdevs) {
+      auto fixed = v->RepairLabels(BaseLabelConfig(*v, PoolState::kActive, synced_txg.load()));
+      if (fixed.ok()) labels_fixed += *fixed;
     }
+  }
+  if (labels_fixed > 0) {
+    std::lock_guard l(scan_mu);
+    scan.repaired += labels_fixed * kLabelConfigSize;
   }
   Walker walker(this);
   bool done = true;

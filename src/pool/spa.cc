@@ -355,7 +355,9 @@ Status PoolImpl::SyncIfDirtyAtLeast(uint64_t bytes) {
 
 void PoolImpl::StartEarlyFlusher() {
   if (tuning.early_flush_bytes == 0) return;
-  early_flusher = std::make_unique<EarlyFlusher>(vdevs.size(), tuning.early_flush_bytes,
+  // Sized for every vdev the pool may have, so vdevs that zpool add brings are flushed early
+  // too without a new flusher.
+  early_flusher = std::make_unique<EarlyFlusher>(vdevs.capacity(), tuning.early_flush_bytes,
                                                  [this](uint32_t vdev) { EarlyFlush(vdev); });
 }
 
@@ -411,13 +413,18 @@ LabelConfig PoolImpl::BaseLabelConfig(const Vdev& v, PoolState state, uint64_t t
   c.pool_guid = pool_guid;
   c.vdev_guid = v.guid();
   c.vdev_id = v.id();
-  c.vdev_guids = vdev_guids;
+  c.vdev_guids = vdevs.guids();
   c.ashift = ashift;
   c.txg = txg;
   return c;
 }
 
 Status PoolImpl::WriteLabels(PoolState state, uint64_t txg) {
+  std::lock_guard l(sync_mu);
+  return WriteLabelsLocked(state, txg);
+}
+
+Status PoolImpl::WriteLabelsLocked(PoolState state, uint64_t txg) {
   for (int parity = 0; parity < 2; parity++) {
     for (auto& v : vdevs) {
       VS_RETURN_IF_ERROR(v->WriteLabelConfigs(BaseLabelConfig(*v, state, txg), parity));

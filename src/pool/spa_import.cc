@@ -204,8 +204,6 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<
   impl->pool_guid = RandomGuid();
   impl->ashift = options.ashift;
   impl->tuning = options.tuning;
-  impl->vdevs.reserve(kMaxVdevs);
-  impl->vdev_guids.reserve(kMaxVdevs);
   ApplyMemoryBounds(props, impl->tuning);
   impl->InitBlockCache();
   impl->props = std::move(props);
@@ -217,7 +215,6 @@ Result<std::shared_ptr<Pool>> Pool::Create(const std::string& name, std::vector<
     auto& spec = specs[i];
     const auto id = static_cast<uint32_t>(i);
     impl->vdevs.push_back(MakeVdev(spec, id, g, impl->ashift));
-    impl->vdev_guids.push_back(g);
     impl->guid_sum += g;
   }
   for (auto& v : impl->vdevs) v->set_repair(true);
@@ -358,6 +355,10 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
                         "' is marked active (in use or not exported); use -f to import");
   }
   const size_t n = newest->vdev_guids.size();
+  if (n > kMaxVdevs) {
+    return Status::Corruption("pool '" + newest->name + "': its label names " + std::to_string(n) +
+                              " vdevs, more than " + std::to_string(kMaxVdevs));
+  }
   // Each top-level vdev's devices, and its newest config (a mirror's children list).
   std::vector<std::vector<size_t>> by_id(n);
   std::vector<const LabelConfig*> vdev_config(n, nullptr);
@@ -375,9 +376,6 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
   impl->pool_guid = newest->pool_guid;
   impl->ashift = newest->ashift;
   impl->tuning = options.tuning;
-  impl->vdev_guids = newest->vdev_guids;
-  impl->vdev_guids.reserve(kMaxVdevs);
-  impl->vdevs.reserve(kMaxVdevs);
   std::vector<std::string> missing;
   for (size_t id = 0; id < n; id++) {
     const auto vid = static_cast<uint32_t>(id);

@@ -236,7 +236,8 @@ bool PoolImpl::CommitForSpace() {
   return SyncLocked(/*even_if_clean=*/true).ok();
 }
 
-Status PoolImpl::SyncLocked(bool even_if_clean) {
+Status PoolImpl::SyncLocked(bool even_if_clean,
+                            const std::function<Status(uint64_t txg)>& before_durable) {
   ReapCacheFillsLocked(/*all=*/false);
   if (failed) return SuspendedError();
   // 1. quiesce
@@ -381,6 +382,9 @@ Status PoolImpl::SyncLocked(bool even_if_clean) {
     if (Status st = v->WriteUberblock(ub); !st.ok()) return fail(st);
   }
   if (Status st = FlushAll(); !st.ok()) return fail(st);
+  if (before_durable) {
+    if (Status st = before_durable(txg); !st.ok()) return fail(st);
+  }
   end_step(spent.uberblocks);
   // 6. txg is durable.
   sm_bps = std::move(new_sm);

@@ -447,12 +447,20 @@ Status Vdev::WriteUberblock(const Uberblock& ub) {
   size_t ok = 0;
   for (auto& k : children_) {
     if (!k->usable()) continue;
-    Status st;
-    for (int li = 0; li < kLabelCount && st.ok(); li++) {
-      const uint64_t off = LabelOffset(k->device->size(), li) + kUberRingOffset +
-                           (ub.txg % kUberSlots) * kUberSlotSize;
-      st = k->device->Write(off, EncodeUberblock(ub, off));
+    auto write = [&](Leaf& leaf) {
+      Status st;
+      for (int li = 0; li < kLabelCount && st.ok(); li++) {
+        const uint64_t off = LabelOffset(leaf.device->size(), li) + kUberRingOffset +
+                             (ub.txg % kUberSlots) * kUberSlotSize;
+        st = leaf.device->Write(off, EncodeUberblock(ub, off));
+      }
+      return st;
+    };
+    // A raidz child being replaced still holds the pool until the replace is done.
+    if (k->resilvering && k->replaces && k->replaces->usable()) {
+      if (!write(*k->replaces).ok()) k->replaces->state = LeafState::kFaulted;
     }
+    Status st = write(*k);
     if (st.ok()) {
       ok += !k->resilvering;
     } else {
@@ -505,6 +513,7 @@ Status Vdev::AttachChild(size_t index, bdev::BlockDevicePtr device, uint64_t gui
   }
   auto leaf = MakeLeaf(std::move(device), guid, std::move(path));
   leaf->resilvering = true;
+  if (is_raidz() && children_[index]->device) leaf->replaces = children_[index];
   if (index == children_.size()) {
     children_.push_back(leaf);
   } else {
@@ -512,6 +521,20 @@ Status Vdev::AttachChild(size_t index, bdev::BlockDevicePtr device, uint64_t gui
   }
   mirror_ = true;
   return Status::Ok();
+}
+
+void Vdev::DropReplaced(uint64_t guid) {
+  std::unique_lock l(children_mu_);
+  for (auto& k : children_) {
+    if (k->guid == guid) k->replaces.reset();
+  }
+}
+
+void Vdev::ColumnLeaves(std::vector<LeafPtr>* kids, std::vector<LeafPtr>* olds) const {
+  std::shared_lock l(children_mu_);
+  *kids = children_;
+  olds->clear();
+  for (auto& k : children_) olds->push_back(k->resilvering ? k->replaces : nullptr);
 }
 
 Status Vdev::DetachChild(uint64_t guid) {

@@ -57,6 +57,10 @@ struct Leaf {
   std::shared_ptr<VdevErrors> errors = std::make_shared<VdevErrors>();
   std::atomic<LeafState> state{LeafState::kOnline};
   std::atomic<bool> resilvering{false};  // written, not read, until its resilver is done
+  // A raidz child that zpool replace put in: the child it replaces, still written and read
+  // in its place while this one resilvers, as zfs's replacing vdev (null otherwise).
+  // GUARDED_BY the vdev's children_mu_.
+  std::shared_ptr<Leaf> replaces;
   bool usable() const { return device && state.load() == LeafState::kOnline; }
   bool readable() const { return usable() && !resilvering.load(); }
 };
@@ -153,10 +157,13 @@ class Vdev {
   // rewritten from `config`. Returns the number rewritten.
   Result<uint64_t> RepairLabels(const LabelConfig& config);
 
-  // Replaces child `index` with `device` (RESILVERING until FinishResilver), or appends it
-  // when index == children count (attach). A plain vdev becomes a mirror. A raidz takes
-  // only a replacement (the new child is its column; the old one's bytes are not used).
+  // Replaces child `index` with `device` (RESILVERING until its resilver ends), or appends
+  // it when index == children count (attach). A plain vdev becomes a mirror. A raidz takes
+  // only a replacement: the new child is its column, and the old one (Leaf::replaces) is
+  // still written, and read for the column, until DropReplaced.
   Status AttachChild(size_t index, bdev::BlockDevicePtr device, uint64_t guid, std::string path);
+  // A raidz replace is done (the new child `guid` resilvered): the old child is let go.
+  void DropReplaced(uint64_t guid);
   // Removes the child (detach). A mirror keeps at least one readable child.
   Status DetachChild(uint64_t guid);
   // The leaf with this guid or path, or null.
@@ -181,6 +188,8 @@ class Vdev {
   void RaidzScrubRun(uint64_t offset, uint64_t length, std::vector<ScrubPiece>& pieces,
                      HealCounts* heal, std::vector<uint8_t>* first_good);
   bdev::BlockDevicePtr MakeRaidzDevice();
+  // The children, and for each the child it replaces while it resilvers (else null).
+  void ColumnLeaves(std::vector<LeafPtr>* kids, std::vector<LeafPtr>* olds) const;
   // Fills the label fields a leaf of this vdev carries beyond the pool's.
   void LeafLabelFields(const Leaf& leaf, LabelConfig& c) const;
   Status WriteLeafLabels(Leaf& leaf, const LabelConfig& config, int parity);

@@ -165,7 +165,8 @@ Status AddChild(Pool& pool, const std::string& existing, bdev::BlockDevicePtr de
   }
   const uint64_t guid = NewGuid();
   // A raidz's replacement takes the old child's column at once (raidz.h: a column has one
-  // place); a mirror's sits beside the old child until its resilver is done.
+  // place), the old child kept beside it as the column's source (vdev_raidz.cc) until its
+  // resilver is done; a mirror's sits beside the old child as one more copy.
   const bool in_place = replace && f.vdev->is_raidz();
   {
     // No commit writes while the children change: a commit's writes go to the children it
@@ -184,6 +185,7 @@ Status AddChild(Pool& pool, const std::string& existing, bdev::BlockDevicePtr de
     return Status::IoError("the resilver of " + path + " did not finish");
   }
   if (replace && !in_place) VS_RETURN_IF_ERROR(f.vdev->DetachChild(f.leaf->guid));
+  if (in_place) f.vdev->DropReplaced(guid);
   return p.WriteLabels(PoolState::kActive, p.synced_txg.load());
 }
 

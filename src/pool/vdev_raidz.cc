@@ -20,6 +20,13 @@
 // Scrub reads every column, parity included, rebuilds the same way, and also rewrites
 // parity that does not match good data. A RESILVERING child's column is never trusted: it is
 // rebuilt from the others and written.
+//
+// Replace (zpool replace) puts the new child in the old one's column at once, RESILVERING,
+// and keeps the old child (Leaf::replaces) until the resilver is done, as zfs's replacing
+// vdev: writes, flushes and uberblocks go to both, and reads and scrub take the column
+// from the old child (trusted) while the new one fills. So the raidz keeps its redundancy
+// during the resilver, and a crash that cuts the resilver short leaves the old child
+// current: the labels still name it, and the import finds its column whole.
 #include <algorithm>
 #include <cstring>
 
@@ -51,6 +58,14 @@ std::vector<std::vector<uint32_t>> Candidates(uint32_t n, uint32_t parity,
     }
   }
   return out;
+}
+
+// Where a column is read: its child when readable, else the child it replaces while it
+// resilvers (if that one is readable), else nowhere (rebuilt from parity).
+Leaf* ColumnSource(const LeafPtr& kid, const LeafPtr& old) {
+  if (kid->readable()) return kid.get();
+  if (old && kid->resilvering && old->readable()) return old.get();
+  return nullptr;
 }
 
 bool HasData(const RaidzGeometry& g, const std::vector<uint32_t>& set) {
@@ -92,10 +107,14 @@ class Vdev::RaidzDevice final : public bdev::BlockDevice {
     return vdev_->RaidzWrite(offset, gathered);
   }
   Status DoFlush() override {
-    std::vector<LeafPtr> kids = vdev_->children();
+    std::vector<LeafPtr> kids, olds;
+    vdev_->ColumnLeaves(&kids, &olds);
     std::vector<Status> st(kids.size());
     vdev_->fanout_->Run(kids.size(), [&](size_t i) {
       if (kids[i]->usable()) st[i] = kids[i]->device->Flush();
+      if (olds[i] && olds[i]->usable() && !olds[i]->device->Flush().ok()) {
+        olds[i]->state = LeafState::kFaulted;
+      }
     });
     size_t ok = 0;
     Status first;
@@ -157,6 +176,11 @@ Status Vdev::RaidzWrite(uint64_t offset, std::span<const uint8_t> buf) {
   std::vector<Status> st(kids.size());
   fanout_->Run(kids.size(), [&](size_t i) {
     if (kids[i]->usable()) st[i] = kids[i]->device->Write(coff, cols[i]);
+    // The child being replaced stays current until the replace is done.
+    const LeafPtr& old = kids[i]->replaces;
+    if (old && kids[i]->resilvering && old->usable() && !old->device->Write(coff, cols[i]).ok()) {
+      old->state = LeafState::kFaulted;
+    }
   });
   size_t ok = 0;
   Status first;
@@ -181,7 +205,8 @@ Status Vdev::RaidzWrite(uint64_t offset, std::span<const uint8_t> buf) {
 Status Vdev::RaidzRead(uint64_t offset, std::span<uint8_t> buf) {
   const RaidzGeometry& g = raidz_;
   VS_RETURN_IF_ERROR(CheckRaidzRange(offset, buf.size(), g));
-  std::vector<LeafPtr> kids = children();
+  std::vector<LeafPtr> kids, olds;
+  ColumnLeaves(&kids, &olds);
   const uint64_t coff = g.ChildOffset(offset), clen = g.ChildLength(buf.size());
   thread_local std::vector<std::vector<uint8_t>> scratch;
   auto& cols = scratch;  // the helpers read into this thread's buffers
@@ -189,8 +214,8 @@ Status Vdev::RaidzRead(uint64_t offset, std::span<uint8_t> buf) {
   for (auto& c : cols) c.resize(clen);
   std::vector<char> read_ok(g.children, 0);
   auto read = [&](uint32_t i) {
-    read_ok[i] = kids[i]->readable() &&
-                 kids[i]->device->Read(coff, std::span<uint8_t>(cols[i].data(), clen)).ok();
+    Leaf* src = ColumnSource(kids[i], olds[i]);
+    read_ok[i] = src && src->device->Read(coff, std::span<uint8_t>(cols[i].data(), clen)).ok();
   };
   // Small reads are issued in turn (a helper's wake-up costs more than the read).
   if (clen >= (64u << 10)) {
@@ -221,14 +246,16 @@ Status Vdev::RaidzReadVerified(uint64_t offset, std::span<uint8_t> buf, const Bl
                                HealCounts* heal, bool count) {
   const RaidzGeometry& g = raidz_;
   VS_RETURN_IF_ERROR(CheckRaidzRange(offset, buf.size(), g));
-  std::vector<LeafPtr> kids = children();
+  std::vector<LeafPtr> kids, olds;
+  ColumnLeaves(&kids, &olds);
   const uint64_t coff = g.ChildOffset(offset), clen = g.ChildLength(buf.size());
   std::vector<std::vector<uint8_t>> orig(g.children, std::vector<uint8_t>(clen));
   std::vector<char> read_ok(g.children, 0);
   Status io_error;
   auto read = [&](uint32_t i) {
-    if (!kids[i]->readable()) return;
-    Status st = kids[i]->device->Read(coff, orig[i]);
+    Leaf* src = ColumnSource(kids[i], olds[i]);
+    if (!src) return;
+    Status st = src->device->Read(coff, orig[i]);
     read_ok[i] = st.ok();
     if (!st.ok() && io_error.ok()) io_error = st;
   };
@@ -257,8 +284,10 @@ Status Vdev::RaidzReadVerified(uint64_t offset, std::span<uint8_t> buf, const Bl
     RaidzSplit(g, buf, work);
     RaidzParity(g, work);
     for (uint32_t i = 0; i < g.children; i++) {
+      if (read_ok[i] && work[i] != orig[i] && count) {
+        ColumnSource(kids[i], olds[i])->errors->checksum++;
+      }
       if (!kids[i]->readable() || (read_ok[i] && work[i] == orig[i])) continue;
-      if (read_ok[i] && count) kids[i]->errors->checksum++;
       if (heal) heal->bad_copies++;
       if (repair_ && kids[i]->device->Write(coff, work[i]).ok() && heal) {
         heal->repaired_bytes += clen;
@@ -282,21 +311,26 @@ void Vdev::RaidzScrubRun(uint64_t offset, uint64_t length, std::vector<ScrubPiec
     for (auto& p : pieces) p.bad = true;
     return;
   }
-  std::vector<LeafPtr> kids = children();
+  std::vector<LeafPtr> kids, olds;
+  ColumnLeaves(&kids, &olds);
   const uint64_t coff = g.ChildOffset(offset), clen = g.ChildLength(length);
   thread_local std::vector<std::vector<uint8_t>> scratch;
   auto& cols = scratch;
   cols.resize(g.children);
   for (auto& c : cols) c.resize(clen);
   std::vector<char> read_ok(g.children, 0);
+  // A column whose child is being replaced is read from the old child, and trusted.
+  std::vector<char> from_old(g.children, 0);
+  for (uint32_t i = 0; i < g.children; i++) from_old[i] = olds[i] && olds[i]->readable();
   fanout_->Run(g.children, [&](size_t i) {
-    read_ok[i] = kids[i]->usable() && kids[i]->device->Read(coff, cols[i]).ok();
+    Leaf* src = from_old[i] ? olds[i].get() : kids[i]->usable() ? kids[i].get() : nullptr;
+    read_ok[i] = src && src->device->Read(coff, cols[i]).ok();
   });
   RaidzZeroPadding(g, cols);
   // Never trusted: a column that could not be read, and a resilvering child's.
   std::vector<uint32_t> known;
   for (uint32_t i = 0; i < g.children; i++) {
-    if (!read_ok[i] || kids[i]->resilvering) known.push_back(i);
+    if (!read_ok[i] || (kids[i]->resilvering && !from_old[i])) known.push_back(i);
   }
   const auto sets = Candidates(g.children, g.parity, known);
   std::vector<std::vector<uint8_t>> orig(g.children), work(g.children);
@@ -323,9 +357,13 @@ void Vdev::RaidzScrubRun(uint64_t offset, uint64_t length, std::vector<ScrubPiec
     RaidzParity(g, work);
     for (uint32_t i = 0; i < g.children; i++) {
       if (!kids[i]->usable()) continue;
+      const bool same = read_ok[i] && work[i] == orig[i];
+      // The old child's column was bad: counted against it (the new one gets the column).
+      if (from_old[i] && read_ok[i] && !same) olds[i]->errors->checksum++;
+      // A returning child's column may already be right (it missed only later txgs); a
+      // replacing child's column was read from the old child, so it is written anyway.
+      if (same && !from_old[i]) continue;
       const bool trusted = read_ok[i] && !kids[i]->resilvering;
-      // A returning child's column may already be right (it missed only later txgs).
-      if (read_ok[i] && work[i] == orig[i]) continue;
       if (trusted) kids[i]->errors->checksum++;
       if (heal) heal->bad_copies++;
       if (kids[i]->device->Write(coff + prel, work[i]).ok() && heal) heal->repaired_bytes += plen;
