@@ -320,12 +320,15 @@ Result<SendStats> Send(Pool& pool, const SendOptions& o, const StreamWriter::Sin
     held.push_back(std::move(dev));
   }
   SendStats stats;
-  uint64_t part_start = 0;
+  uint64_t part_start = 0, part_blocks = 0;
   std::string part_name;
   StreamWriter w([&](std::span<const uint8_t> rec) -> Status {
     if (!o.dry_run) VS_RETURN_IF_ERROR(sink(rec));
     stats.stream_bytes += rec.size();
-    if (progress) progress({part_name, stats.stream_bytes - part_start, stats.stream_bytes});
+    if (DecodeLE32(rec.data()) == static_cast<uint32_t>(RecordType::kWrite)) part_blocks++;
+    if (progress) {
+      progress({part_name, stats.stream_bytes - part_start, stats.stream_bytes, part_blocks});
+    }
     return Status::Ok();
   });
   const size_t first_to = from.empty() ? 0 : 1;
@@ -363,6 +366,7 @@ Result<SendStats> Send(Pool& pool, const SendOptions& o, const StreamWriter::Sin
       }
     }
     part_start = stats.stream_bytes;
+    part_blocks = 0;
     part_name = b.toname;
     VS_RETURN_IF_ERROR(w.Begin(b));
     VS_RETURN_IF_ERROR(TreeSender(p, w, to, min_txg, o.dry_run, stats, resume, o.compressed).Run());
