@@ -255,7 +255,6 @@ class SubstreamReceiver {
       return Status::Exists("cannot receive: destination '" + snapshot_ + "' exists");
     }
     replace_ = true;
-    replace_head_ = head.volblocksize() != b_.volblocksize;
     return Status::Ok();
   }
 
@@ -446,16 +445,18 @@ class SubstreamReceiver {
           }
         }
         const std::shared_ptr<Volume> head = h->second;
+        // Decided here, on the head this commit replaces (a Volume's block size is fixed).
+        const bool replace_head = head->volblocksize() != b_.volblocksize;
         for (auto it = later_.rbegin(); it != later_.rend(); ++it) {
           PoolImpl::SnapOp destroy{PoolImpl::SnapOp::Kind::kDestroy, *it, 0};
-          if (replace_head_) destroy.source = head;
+          if (replace_head) destroy.source = head;
           p_.pending_snap_ops.push_back(std::move(destroy));
         }
         p_.volumes.erase(hidden_);
         auto props = props_;
         props["creation"] = NowString();
         if (!props.count("refreservation")) props["refreservation"] = "0";
-        if (replace_head_) {
+        if (replace_head) {
           head->destroyed = true;
           p_.pending_destroy.push_back(head);
           p_.volumes.erase(h);
@@ -549,7 +550,6 @@ class SubstreamReceiver {
   DatasetPhys origin_;
   std::vector<std::string> later_;  // the target's snapshots that -F destroys
   bool replace_ = false;            // -F, a full stream: the target's contents replaced
-  bool replace_head_ = false;       // ... by a volume of another volblocksize
   std::shared_ptr<Volume> vol_;
   uint64_t done_ = 0;  // the volume bytes before it are received (records come in order)
   static constexpr size_t kPendingMax = 1 << 20;
