@@ -6,6 +6,12 @@
 // In the daemon, stdin and stdout are the client's own (stack/control_socket.h), so a
 // send from a volume in use (bound, served, an active PV) reads its snapshot beside the
 // live writes; a receive into a volume in use is refused, as zfs rollback is.
+//
+// A stream flows for as long as the other end takes (a slow pipe, a network), so while it
+// does a send lets other requests and jobs run (the request lock and the jobs'
+// serialization released, as a request waiting for a job does): what it reads cannot go
+// meanwhile, since pool::Send holds the snapshots it sends open (their destroy and the
+// pool's export are refused as busy) and this request holds the Pool object.
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,11 +19,14 @@
 #include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/device_usage.h"
 #include "cli/pool_common.h"
 #include "cli/verbs.h"
 #include "pool/send.h"
+#include "stack/control_socket.h"
+#include "stack/jobs.h"
 #include "stack/stack.h"
 #include "util/request_io.h"
 
@@ -39,8 +48,24 @@ Status WriteAllFd(int fd, std::span<const uint8_t> data) {
   return Status::Ok();
 }
 
+// For a scope: other requests and jobs run (no-op outside the daemon).
+class RequestLockReleased {
+ public:
+  RequestLockReleased() {
+    stack::ControlServer::ReleaseCurrentRequest();
+    stack::Jobs::ReleaseSerialization();
+  }
+  ~RequestLockReleased() {
+    stack::ControlServer::ReacquireCurrentRequest();
+    stack::Jobs::ReacquireSerialization();
+  }
+  RequestLockReleased(const RequestLockReleased&) = delete;
+  RequestLockReleased& operator=(const RequestLockReleased&) = delete;
+};
+
 struct SendArgs {
-  bool verbose = false, parsable = false, dry_run = false, compressed = false, large = false;
+  int verbose = 0;  // -v given this many times (-v -v or -vv: zfs's BLOCKS column)
+  bool parsable = false, dry_run = false, compressed = false, large = false;
   std::string incr, intermediates, token;
   std::string snapshot;
 };
@@ -92,12 +117,15 @@ nlohmann::json EstimateJson(const std::string& snapshot, const pool::SendStats& 
   return j;
 }
 
-// -v's progress, as zfs prints it once a second while a snapshot is sent: a header per
+// -v's progress, as zfs 2.1 prints it once a second while a snapshot is sent: a header per
 // snapshot ("TIME        SENT   SNAPSHOT pool/vol@b"), then "HH:MM:SS   SIZE   pool/vol@b"
 // (-P: "HH:MM:SS<tab>bytes<tab>pool/vol@b", no header); with --json one object a line.
+// -v -v adds the data blocks sent so far: "TIME        SENT      BLOCKS    SNAPSHOT
+// pool/vol@b" over "HH:MM:SS   SIZE    BLOCKS    pool/vol@b" (-P: bytes<tab>blocks).
 class ProgressPrinter {
  public:
-  ProgressPrinter(bool parsable, bool json) : parsable_(parsable), json_(json) {}
+  ProgressPrinter(bool parsable, bool json, bool blocks)
+      : parsable_(parsable), json_(json), blocks_(blocks) {}
 
   void Update(const pool::SendProgress& p) {
     const auto now = std::chrono::steady_clock::now();
@@ -114,24 +142,34 @@ class ProgressPrinter {
     localtime_r(&t, &tm);
     char when[16];
     std::strftime(when, sizeof when, "%H:%M:%S", &tm);
+    const auto bytes = static_cast<unsigned long long>(p.part_bytes);
+    const auto blocks = static_cast<unsigned long long>(p.part_blocks);
     if (json_) {
       nlohmann::json j{{"time", when}, {"sent", p.part_bytes}, {"snapshot", p.snapshot}};
+      if (blocks_) j["blocks"] = p.part_blocks;
       std::fprintf(Err(), "%s\n", j.dump().c_str());
+    } else if (parsable_ && blocks_) {
+      std::fprintf(Err(), "%s\t%llu\t%llu\t%s\n", when, bytes, blocks, p.snapshot.c_str());
     } else if (parsable_) {
-      std::fprintf(Err(), "%s\t%llu\t%s\n", when, static_cast<unsigned long long>(p.part_bytes),
-                   p.snapshot.c_str());
+      std::fprintf(Err(), "%s\t%llu\t%s\n", when, bytes, p.snapshot.c_str());
     } else {
       if (!header_) {
-        std::fprintf(Err(), "TIME        SENT   SNAPSHOT %s\n", p.snapshot.c_str());
+        std::fprintf(Err(), "TIME        SENT   %sSNAPSHOT %s\n", blocks_ ? "   BLOCKS    " : "",
+                     p.snapshot.c_str());
         header_ = true;
       }
-      std::fprintf(Err(), "%s   %5s   %s\n", when, poolcli::Bytes(p.part_bytes, false).c_str(),
-                   p.snapshot.c_str());
+      const std::string size = poolcli::Bytes(p.part_bytes, false);
+      if (blocks_) {
+        std::fprintf(Err(), "%s   %5s    %8llu    %s\n", when, size.c_str(), blocks,
+                     p.snapshot.c_str());
+      } else {
+        std::fprintf(Err(), "%s   %5s   %s\n", when, size.c_str(), p.snapshot.c_str());
+      }
     }
   }
 
  private:
-  const bool parsable_, json_;
+  const bool parsable_, json_, blocks_;
   std::string current_;
   bool header_ = false;
   std::chrono::steady_clock::time_point last_;
@@ -174,7 +212,7 @@ int ZfsSend(Context& ctx, const SendArgs& in) {
   auto p = poolcli::OpenPool(ctx, PoolPart(a.snapshot), false);
   if (!p.ok()) return ReportFailure(p.status());
   const bool json = ctx.global.json;
-  const bool report = a.verbose || a.parsable || a.dry_run;
+  const bool report = a.verbose > 0 || a.parsable || a.dry_run;
   pool::SendStats est;
   if (report) {
     // The estimate is a dry run: the metadata walk, no data read, and exact.
@@ -193,15 +231,17 @@ int ZfsSend(Context& ctx, const SendArgs& in) {
   }
   std::fflush(Out());
   const auto start = std::chrono::steady_clock::now();
-  ProgressPrinter progress(a.parsable, json);
+  ProgressPrinter progress(a.parsable, json, a.verbose >= 2);
+  std::optional<RequestLockReleased> unlocked(std::in_place);
   auto sent = pool::Send(
       **p, o,
       [out_fd = CurrentIo().out_fd](std::span<const uint8_t> rec) {
         return WriteAllFd(out_fd, rec);
       },
       [&](const pool::SendProgress& pr) {
-        if (a.verbose) progress.Update(pr);
+        if (a.verbose > 0) progress.Update(pr);
       });
+  unlocked.reset();
   if (!sent.ok()) return ReportFailure(sent.status());
   if (json) {
     // For scripts, on stderr (stdout is the stream): what was sent, read and how long.
@@ -280,11 +320,15 @@ int ZfsReceive(Context& ctx, const RecvArgs& a) {
     }
   });
   const auto start = std::chrono::steady_clock::now();
+  // -v: zfs 2.1's two lines, on stdout as zfs prints them (a receive's stdout is free, but
+  // with --json it is the summary's).
+  std::FILE* const vout = ctx.global.json ? Err() : Out();
   auto r = pool::Receive(**p, o, reader, [&](const pool::StreamBegin& b) {
     if (!a.verbose) return;
-    std::fprintf(Err(), "receiving %s stream of %s into %s%s\n",
+    std::fprintf(vout, "receiving %s stream of %s into %s%s\n",
                  b.incremental() ? "incremental" : "full", b.toname.c_str(), volume.c_str(),
                  b.toname.substr(b.toname.find('@')).c_str());
+    std::fflush(vout);
   });
   if (!r.ok()) return ReportFailure(r.status());
   const double secs =
@@ -293,8 +337,11 @@ int ZfsReceive(Context& ctx, const RecvArgs& a) {
     nlohmann::json j{{"snapshots", r->snapshots}, {"size", r->stream_bytes}, {"seconds", secs}};
     std::fprintf(Out(), "%s\n", j.dump().c_str());
   } else if (a.verbose) {
-    std::fprintf(Err(), "received %s stream in %.2f seconds\n",
-                 poolcli::Bytes(r->stream_bytes, false).c_str(), secs);
+    const uint64_t whole = std::max<uint64_t>(1, static_cast<uint64_t>(secs));
+    std::fprintf(Out(), "received %s stream in %llu seconds (%s/sec)\n",
+                 poolcli::Bytes(r->stream_bytes, false).c_str(),
+                 static_cast<unsigned long long>(whole),
+                 poolcli::Bytes(r->stream_bytes / whole, false).c_str());
   }
   return kExitOk;
 }
@@ -306,7 +353,8 @@ void RegisterZfsSendVerbs(CLI::App& zfs, Context& ctx) {
     auto a = std::make_shared<SendArgs>();
     auto* c = AddVerb(zfs, ctx, "send", "Write a snapshot as a stream to standard output",
                       [&ctx, a] { return ZfsSend(ctx, *a); });
-    c->add_flag("-v", a->verbose, "Print the estimate and progress (zfs's format) on stderr");
+    c->add_flag("-v", a->verbose,
+                "Print the estimate and progress (zfs's format) on stderr; twice: with blocks");
     c->add_flag("-P", a->parsable, "Print the estimate as tab-separated lines on stderr");
     c->add_flag("-n", a->dry_run, "Dry run: print the estimate, send nothing");
     c->add_option("-i", a->incr, "Incremental from this snapshot (@a or pool/vol@a)");

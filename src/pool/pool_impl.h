@@ -199,7 +199,10 @@ class PoolImpl {
     uint64_t id = 0;    // kCreate: its directory id
     uint64_t guid = 0;  // kCreate: its guid (a received snapshot keeps the sender's); 0: new
     uint64_t txg = 0;   // kRecvApply: the received stream's origin snapshot's txg
-    std::shared_ptr<Volume> source = nullptr;  // kRecvApply
+    // kRecvApply: the received tree's volume. kDestroy: the head the snapshot belongs to,
+    // when `volumes` no longer names it (receive -F replacing a volume whose volblocksize
+    // differs: the head is destroyed in the same txg); null: the head is in `volumes`.
+    std::shared_ptr<Volume> source = nullptr;
   };
   std::vector<SnapOp> pending_snap_ops;  // GUARDED_BY(mu)
   // One snapshot operation (checks, queue, commit) at a time, so what one checked still

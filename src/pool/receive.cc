@@ -17,6 +17,10 @@
 //   - full with -F into an existing volume: the same kRecvApply from txg 0 (every block of
 //     the head freed, the received tree in its place) after its snapshots are destroyed, in
 //     one txg; refused when it is a clone, open, or has a snapshot held, cloned or open.
+//     When the stream's volblocksize differs from the volume's (a Volume's block size is
+//     fixed for its life), the head itself is destroyed instead, as DestroyVolume does, and
+//     the hidden volume renamed into its place, in that same txg: its snapshots' destroys
+//     name the old head explicitly (SnapOp::source), since `volumes` then names the new one.
 // Any failure before that commit destroys the hidden dataset (its own blocks only: a
 // clone never frees what its origin holds) and the target is exactly as it was. A crash
 // leaves a hidden dataset no listing shows and no snapshot: the next receive into the
@@ -238,12 +242,6 @@ class SubstreamReceiver {
       return Status::Exists("cannot receive new volume: destination '" + volume_ +
                             "' is a clone\nmust destroy it to overwrite it");
     }
-    if (head.volblocksize() != b_.volblocksize) {
-      return Status::NotSupported("cannot receive new volume: destination '" + volume_ +
-                                  "' has volblocksize " + std::to_string(head.volblocksize()) +
-                                  ", the stream " + std::to_string(b_.volblocksize) +
-                                  "\nmust destroy it to overwrite it");
-    }
     for (const auto& s : p_.SnapshotsOfLocked(volume_)) {
       const std::string n = s->synced_phys().name;
       if (s->open_count > 0 || HeldOrClonedLocked(n, *s)) {
@@ -446,19 +444,34 @@ class SubstreamReceiver {
             return Status::Busy("cannot receive new volume: -F cannot destroy '" + n + "': busy");
           }
         }
+        const std::shared_ptr<Volume> head = h->second;
+        // Decided here, on the head this commit replaces (a Volume's block size is fixed).
+        const bool replace_head = head->volblocksize() != b_.volblocksize;
         for (auto it = later_.rbegin(); it != later_.rend(); ++it) {
-          p_.pending_snap_ops.push_back({PoolImpl::SnapOp::Kind::kDestroy, *it, 0});
+          PoolImpl::SnapOp destroy{PoolImpl::SnapOp::Kind::kDestroy, *it, 0};
+          if (replace_head) destroy.source = head;
+          p_.pending_snap_ops.push_back(std::move(destroy));
         }
         p_.volumes.erase(hidden_);
-        PoolImpl::SnapOp apply{PoolImpl::SnapOp::Kind::kRecvApply, volume_, 0};
-        apply.txg = 0;
-        apply.source = vol_;
-        p_.pending_snap_ops.push_back(std::move(apply));
         auto props = props_;
         props["creation"] = NowString();
         if (!props.count("refreservation")) props["refreservation"] = "0";
-        h->second->SetProps(props);
-        h->second->refreservation = refres;
+        if (replace_head) {
+          head->destroyed = true;
+          p_.pending_destroy.push_back(head);
+          p_.volumes.erase(h);
+          vol_->RenameLocked(volume_);
+          vol_->SetProps(props);
+          vol_->refreservation = refres;
+          p_.volumes[volume_] = vol_;
+        } else {
+          PoolImpl::SnapOp apply{PoolImpl::SnapOp::Kind::kRecvApply, volume_, 0};
+          apply.txg = 0;
+          apply.source = vol_;
+          p_.pending_snap_ops.push_back(std::move(apply));
+          head->SetProps(props);
+          head->refreservation = refres;
+        }
       } else if (!b_.incremental()) {
         if (p_.volumes.count(volume_)) {
           return Status::Exists("cannot receive new volume: destination '" + volume_ + "' exists");

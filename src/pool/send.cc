@@ -22,9 +22,12 @@
 // Format: send_stream.h, docs/format/send.md. Records come in block order. Data blocks
 // travel decoded, or with `send -c` as they are stored: a compressed block's psize bytes
 // (read and verified raw, never decoded), with its algorithm in the record. A -c stream's
-// BEGIN names the algorithms its records use, so that a receiver that cannot decode one
-// refuses before anything is written; finding them takes a walk of the metadata first
-// (the dry run's), skipped on a pool that has never stored a compressed block.
+// BEGIN names the algorithms its records may use, so that a receiver that cannot decode one
+// refuses before anything is written: every algorithm this build compresses with when the
+// pool has ever stored a compressed block, none otherwise. Naming exactly the ones used
+// would take a walk of the metadata before the stream starts (about a seventh of a -c send's
+// time in send_bench's CompressedWalk); zfs too names what the pool's features allow
+// rather than walk (its lz4/zstd feature flags).
 #include "pool/send.h"
 
 #include <algorithm>
@@ -320,12 +323,15 @@ Result<SendStats> Send(Pool& pool, const SendOptions& o, const StreamWriter::Sin
     held.push_back(std::move(dev));
   }
   SendStats stats;
-  uint64_t part_start = 0;
+  uint64_t part_start = 0, part_blocks = 0;
   std::string part_name;
   StreamWriter w([&](std::span<const uint8_t> rec) -> Status {
     if (!o.dry_run) VS_RETURN_IF_ERROR(sink(rec));
     stats.stream_bytes += rec.size();
-    if (progress) progress({part_name, stats.stream_bytes - part_start, stats.stream_bytes});
+    if (DecodeLE32(rec.data()) == static_cast<uint32_t>(RecordType::kWrite)) part_blocks++;
+    if (progress) {
+      progress({part_name, stats.stream_bytes - part_start, stats.stream_bytes, part_blocks});
+    }
     return Status::Ok();
   });
   const size_t first_to = from.empty() ? 0 : 1;
@@ -350,19 +356,14 @@ Result<SendStats> Send(Pool& pool, const SendOptions& o, const StreamWriter::Sin
     const uint64_t resume = o.resume ? o.resume_offset : 0;
     if (o.compressed) {
       b.features |= kFeatureCompressed;
-      // The algorithms its records will use, named in BEGIN: a walk of the metadata.
       if (p.compressed_blocks) {
-        SendStats walked;
-        StreamWriter none([](std::span<const uint8_t>) { return Status::Ok(); });
-        VS_RETURN_IF_ERROR(TreeSender(p, none, to, min_txg, true, walked, resume, true).Run());
         for (Compression c : {Compression::kLz4, Compression::kZstd}) {
-          if (walked.comp_mask & (1u << static_cast<uint8_t>(c))) {
-            b.compress.push_back(CompressionName(c));
-          }
+          b.compress.push_back(CompressionName(c));
         }
       }
     }
     part_start = stats.stream_bytes;
+    part_blocks = 0;
     part_name = b.toname;
     VS_RETURN_IF_ERROR(w.Begin(b));
     VS_RETURN_IF_ERROR(TreeSender(p, w, to, min_txg, o.dry_run, stats, resume, o.compressed).Run());

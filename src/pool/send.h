@@ -50,10 +50,12 @@ struct SendStats {
 };
 
 // What `progress` is told after each record: the snapshot whose substream it is, the
-// bytes of that substream so far, and of the whole stream.
+// bytes of that substream so far, and of the whole stream; the data blocks (WRITE records)
+// of that substream so far (zfs's BLOCKS column of `send -v -v`).
 struct SendProgress {
   const std::string& snapshot;
   uint64_t part_bytes, stream_bytes;
+  uint64_t part_blocks = 0;
 };
 // Writes the stream to `sink`. `progress` (if set) is called after each record. The snapshot (and
 // the origin) must exist; the origin must be an earlier snapshot of the same volume. Incremental

@@ -191,16 +191,21 @@ struct Neighbours {
   uint64_t prev_txg = 0;
 };
 
-Result<Neighbours> FindNeighboursLocked(PoolImpl& p, const std::string& name) {
+// `head`: the snapshot's head when `volumes` no longer holds it (SnapOp::source).
+Result<Neighbours> FindNeighboursLocked(PoolImpl& p, const std::string& name,
+                                        std::shared_ptr<Volume> head = nullptr) {
   Neighbours n;
   auto s = p.snapshots.find(name);
-  auto h = p.volumes.find(VolumeOf(name));
-  if (s == p.snapshots.end() || h == p.volumes.end()) {
+  if (head == nullptr) {
+    auto h = p.volumes.find(VolumeOf(name));
+    if (h != p.volumes.end()) head = h->second;
+  }
+  if (s == p.snapshots.end() || head == nullptr) {
     return Status::NotFound("could not find snapshot '" + name + "'");
   }
   n.snap = s->second;
-  n.head = h->second;
-  auto list = p.SnapshotsOfLocked(h->first);
+  n.head = head;
+  auto list = p.SnapshotsOfLocked(VolumeOf(name));
   const size_t i = std::find(list.begin(), list.end(), n.snap) - list.begin();
   VS_CHECK_OP(i, <, list.size());
   n.prev_txg = i > 0 ? list[i - 1]->synced_phys().create_txg : p.OriginTxgLocked(*n.head);
@@ -242,7 +247,7 @@ Status PoolImpl::SnapshotsBeforeTrees(SyncContext& ctx, const std::vector<SnapOp
       Neighbours n;
       {
         std::lock_guard l(mu);
-        VS_ASSIGN_OR_RETURN(n, FindNeighboursLocked(*this, op.name));
+        VS_ASSIGN_OR_RETURN(n, FindNeighboursLocked(*this, op.name, op.source));
       }
       VS_RETURN_IF_ERROR(
           DiffTrees(*this, n.snap->synced_phys(), n.next.root, n.next.levels, n.prev_txg, free));

@@ -7,13 +7,15 @@
 #      compressratio is the source's, while the plain stream received the same way stores
 #      1.00x; -L changes no byte of the stream;
 #   2. -v prints zfs's estimate line and, for a slow reader, the "TIME SENT SNAPSHOT"
-#      header and HH:MM:SS lines; -n --json prints one object with the exact size;
+#      header and HH:MM:SS lines; -v -v adds the BLOCKS column (-vvP: a tab-separated
+#      count); -n --json prints one object with the exact size;
 #   3. recv -s of a cut full stream into a new name: zfs list shows pb/new, zfs get gives
 #      its receive_resume_token, zfs create of that name is refused, send -t resumes it to
 #      a volume identical to the source; -A discards another, zfs destroy a third;
 #   4. recv -F of a full stream into a volume with snapshots replaces it (only the stream's
 #      snapshot left, the data the stream's); with a clone of one of its snapshots it is
-#      refused and nothing changes.
+#      refused and nothing changes; a stream of 4K blocks into that 16K-block volume: the
+#      volume takes 4K, as zfs.
 source "$(dirname "$0")/lib.sh"
 need_root
 need_cmd python3 cmp
@@ -23,6 +25,7 @@ truncate -s 512M "$T/a.img" "$T/b.img"
 vs zpool create pa "$T/a.img"
 vs zpool create pb "$T/b.img"
 vs zfs create -s -V 64M -o compression=lz4 pa/z
+vs zfs create -s -V 16M -o volblocksize=4K pa/small  # for step 4's -F across volblocksizes
 
 on_exit_stop_daemon
 timeout 30 "$VOLSTACK" up >/dev/null
@@ -41,9 +44,11 @@ PY
 dd if="$T/text" of="$VS_STATE/dev/pa/z" bs=1M conv=notrunc,fsync status=none
 head -c $((4 << 20)) /dev/urandom >"$T/rand"
 dd if="$T/rand" of="$VS_STATE/dev/pa/z" bs=1M seek=20 conv=notrunc,fsync status=none
+dd if="$T/rand" of="$VS_STATE/dev/pa/small" bs=1M seek=2 count=3 conv=notrunc,fsync status=none
 timeout 30 "$VOLSTACK" down >/dev/null
-vs zfs snapshot pa/z@1
+vs zfs snapshot pa/z@1 pa/small@s
 vs zfs set snapdev=visible pa/z  # lvm-cat reads the snapshot as a device
+vs zfs set snapdev=visible pa/small
 
 # 1. -c against plain.
 timeout 30 "$VOLSTACK" zfs send pa/z@1 >"$T/plain.stream"
@@ -78,6 +83,17 @@ grep -qE '^total estimated size is ' "$T/v.err" || fail "-v total: $(cat "$T/v.e
 grep -qE '^TIME        SENT   SNAPSHOT pa/z@1$' "$T/v.err" || fail "-v header: $(cat "$T/v.err")"
 grep -qE '^[0-9]{2}:[0-9]{2}:[0-9]{2}   +[0-9.]+[KMG]?   pa/z@1$' "$T/v.err" ||
   fail "-v progress: $(cat "$T/v.err")"
+# -v -v: zfs's BLOCKS column (the data blocks sent so far), -P -v -v tab-separated.
+timeout 30 "$VOLSTACK" zfs send -v -v pa/z@1 2>"$T/vv.err" | (sleep 2.5; cat >/dev/null) ||
+  fail "send -v -v: $(cat "$T/vv.err")"
+grep -qE '^TIME        SENT      BLOCKS    SNAPSHOT pa/z@1$' "$T/vv.err" ||
+  fail "-v -v header: $(cat "$T/vv.err")"
+grep -qE '^[0-9]{2}:[0-9]{2}:[0-9]{2}   +[0-9.]+[KMG]?    +[0-9]+    pa/z@1$' "$T/vv.err" ||
+  fail "-v -v progress: $(cat "$T/vv.err")"
+timeout 30 "$VOLSTACK" zfs send -vvP pa/z@1 2>"$T/vvp.err" | (sleep 2.5; cat >/dev/null) ||
+  fail "send -vvP: $(cat "$T/vvp.err")"
+grep -qP '^\d\d:\d\d:\d\d\t\d+\t[1-9]\d*\tpa/z@1$' "$T/vvp.err" ||
+  fail "-vvP progress: $(cat "$T/vvp.err")"
 size=$(vs --json zfs send -n -c pa/z@1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["size"])')
 [ "$size" = "$comp" ] || fail "-n --json size $size, the stream $comp"
 
@@ -120,4 +136,13 @@ timeout 30 "$VOLSTACK" zfs recv -F pb/plain <"$T/c.stream" || fail "recv -F of a
   fail "snapshots after -F: $(vs zfs list -H -o name -t snapshot -r pb/plain)"
 cmp <(timeout 20 "$VOLSTACK" lvm-cat pb/plain) <(timeout 20 "$VOLSTACK" lvm-cat pa/z@1) ||
   fail "-F did not replace the contents"
+# ... and a full stream of another volblocksize: the volume takes the stream's, as zfs.
+timeout 30 "$VOLSTACK" zfs send pa/small@s | timeout 30 "$VOLSTACK" zfs recv -F pb/plain ||
+  fail "recv -F of a 4K-block stream into a 16K-block volume"
+[ "$(vs zfs get -H -o value volblocksize pb/plain)" = 4K ] ||
+  fail "volblocksize after -F: $(vs zfs get -H -o value volblocksize pb/plain)"
+[ "$(vs zfs list -H -o name -t snapshot -r pb/plain | grep @)" = "pb/plain@s" ] ||
+  fail "snapshots after -F across volblocksizes: $(vs zfs list -H -o name -t snapshot -r pb/plain)"
+cmp <(timeout 20 "$VOLSTACK" lvm-cat pb/plain) <(timeout 20 "$VOLSTACK" lvm-cat pa/small@s) ||
+  fail "-F across volblocksizes did not replace the contents"
 echo PASS

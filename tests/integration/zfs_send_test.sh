@@ -2,8 +2,9 @@
 # zfs send | zfs receive of the seed's stack (volume -> PV -> VG -> LV -> loop -> XFS) from
 # pool A to pool B on other files:
 #   1. through the daemon: XFS on vgs/lv on A/vol, files (manifest 1), frozen, snapshot @1;
-#      send of the snapshot while the volume is in use works (to a file); a receive into the
-#      volume in use is refused;
+#      send of the snapshot while the volume is in use works (to a file); while a send's
+#      reader stalls, status and zfs list answer and the snapshot cannot be destroyed; a
+#      receive into the volume in use is refused;
 #   2. offline: receive the stream from the file into B/vol; export A; up: the VG comes up
 #      from B, XFS mounts, manifest 1 verifies;
 #   3. back on A: change the files (manifest 2), snapshot @2; B/vol was written by its
@@ -67,6 +68,21 @@ for i in 1 2 3 4 5; do head -c $((i * 700 * 1024)) /dev/urandom >"$T/mnt/f$i"; d
 (cd "$T/mnt" && sha256sum f*) >"$T/manifest1"
 snapshot_frozen pa/vol@1
 timeout 20 "$VOLSTACK" zfs send pa/vol@1 >"$T/full.stream" || fail "send of a volume in use"
+# A send whose reader stalls lets other requests run meanwhile (status, zfs list), and
+# holds its snapshot (a destroy is refused as busy); the stream, drained, is the same.
+mkfifo "$T/stall"
+timeout 30 "$VOLSTACK" zfs send pa/vol@1 >"$T/stall" &
+send_pid=$!
+exec 7<"$T/stall"
+sleep 1  # the send fills the pipe and waits
+timeout 5 "$VOLSTACK" status >/dev/null || fail "status waited for a stalled send"
+timeout 5 "$VOLSTACK" zfs list >/dev/null || fail "zfs list waited for a stalled send"
+expect_fail timeout 5 "$VOLSTACK" zfs destroy pa/vol@1
+grep -q "busy" "$T/expect_fail.err" || fail "destroy of a snapshot being sent: $(cat "$T/expect_fail.err")"
+timeout 30 cat <&7 >"$T/stalled.stream"
+exec 7<&-
+wait "$send_pid" || fail "the stalled send failed"
+cmp -s "$T/stalled.stream" "$T/full.stream" || fail "the stalled send's stream differs"
 # A stream pa/vol could take (from @1 to a snapshot destroyed since) but for its use.
 timeout 20 "$VOLSTACK" zfs snapshot pa/vol@x
 timeout 20 "$VOLSTACK" zfs send -i @1 pa/vol@x >"$T/x.stream"
@@ -125,9 +141,12 @@ for cut in 10 64 200 $((size / 3)) $((size / 2)) $((size - 100)) $((size - 1)); 
   [ "$(snapshots_of_b)" = "$before" ] || fail "a stream cut at $cut changed pool B"
 done
 timeout 30 "$VOLSTACK" zfs send -i pa/vol@1 pa/vol@2 | timeout 30 "$VOLSTACK" zfs recv -F -v pb/vol \
-  2>"$T/recv.err" || fail "send | recv: $(cat "$T/recv.err")"
-grep -q "receiving incremental stream of pa/vol@2 into pb/vol@2" "$T/recv.err" ||
-  fail "recv -v: $(cat "$T/recv.err")"
+  >"$T/recv.out" 2>"$T/recv.err" || fail "send | recv: $(cat "$T/recv.err")"
+# zfs 2.1's recv -v, on stdout: what is received into what, then size, whole seconds, rate.
+grep -qx "receiving incremental stream of pa/vol@2 into pb/vol@2" "$T/recv.out" ||
+  fail "recv -v: $(cat "$T/recv.out" "$T/recv.err")"
+grep -qE '^received [0-9.]+[KMG]? stream in [0-9]+ seconds \([0-9.]+[KMG]?/sec\)$' "$T/recv.out" ||
+  fail "recv -v summary: $(cat "$T/recv.out")"
 
 # 3b. Resumable: @1 -> @2 into pb/res (recv -s), cut at random points, resumed each time
 # from its receive_resume_token (send -t): the result is byte for byte pb/vol's.
