@@ -7,6 +7,7 @@
 
 #include "cli/device_usage.h"
 #include "cli/lvm_common.h"
+#include "cli/name_namespace.h"
 #include "lvm/kept_lvs.h"
 #include "lvm/uuid.h"
 #include "lvm/vg_ops.h"
@@ -55,6 +56,7 @@ int Vgcreate(const Context& ctx, const VgcreateArgs& a, const std::vector<std::s
   }
   if (!lvm::IsValidLvmName(a.vg))
     return Fail("New volume group name \"" + a.vg + "\" is invalid.", kLvmInvalid);
+  if (Status st = CheckNoPoolNamed(ctx, a.vg); !st.ok()) return Fail(st.message());
   if (!a.alloc.empty() && a.alloc != "normal" && a.alloc != "contiguous" && a.alloc != "inherit") {
     return Fail("Unsupported allocation policy " + a.alloc, kLvmInvalid);
   }
@@ -244,6 +246,7 @@ int Vgrename(const Context& ctx, const std::string& from, const std::string& to,
              const std::vector<std::string>& argv) {
   if (!lvm::IsValidLvmName(to))
     return Fail("New volume group name \"" + to + "\" is invalid", kLvmInvalid);
+  if (Status st = CheckNoPoolNamed(ctx, to); !st.ok()) return Fail(st.message());
   auto session = OpenSession(ctx, false);
   lvm::VgHandle* h = session->FindVg(from);
   if (!h) {
@@ -403,6 +406,7 @@ int Vgcfgrestore(const Context& ctx, const std::string& vgname, const std::strin
   if (!vg.ok()) return Fail(vg.status().WithContext(path));
   if (vg->name != vgname)
     return Fail("Backup file " + path + " holds VG " + vg->name + ", not " + vgname);
+  if (Status st = CheckNoPoolNamed(ctx, vgname); !st.ok()) return Fail(st.message());
   auto session = OpenSession(ctx, false);
   // Every PV of the backup must be present; they may be orphans or members of this VG.
   uint32_t seqno = vg->seqno;

@@ -11,6 +11,7 @@
 #include "bdev/file_device.h"
 #include "cli/device_names.h"
 #include "cli/device_usage.h"
+#include "cli/name_namespace.h"
 #include "cli/pool_common.h"
 #include "cli/pool_redundancy.h"
 #include "cli/verbs.h"
@@ -99,6 +100,9 @@ int ZpoolCreate(Context& ctx, bool force, const std::vector<std::string>& opts,
   }
   if (Status st = pool::ValidatePoolName(name); !st.ok()) {
     return ReportUsage("zpool create: " + st.message());
+  }
+  if (Status st = CheckNoVgNamed(ctx, name); !st.ok()) {
+    return ReportFailure(st.WithContext("cannot create '" + name + "'"));
   }
   // Held until the pool is in the cache: no label is written unless the state dir can take
   // the pool, and a parallel create of the same name waits and then finds it.
@@ -420,6 +424,9 @@ int ZpoolImport(Context& ctx, ImportArgs a) {
         "cannot import '" + want + "': more than one matching pool; import by numeric ID"));
   }
   const auto& p = match[0];
+  if (Status st = CheckNoVgNamed(ctx, p.name); !st.ok()) {
+    return ReportFailure(st.WithContext("cannot import '" + want + "'"));
+  }
   for (const auto& c : *cached) {
     if (c.name == p.name) {
       return ReportFailure(
@@ -459,11 +466,14 @@ int ZpoolImport(Context& ctx, ImportArgs a) {
                    "Would discard approximately %llu seconds of transactions (%s).\n",
                    p.name.c_str(), LocalTime(report.imported_time).c_str(),
                    static_cast<unsigned long long>(report.lost_seconds), report.LostTxgs().c_str());
-    } else {
+    }
+    for (const auto& l : report.log_losses) std::fprintf(Out(), "Would discard %s.\n", l.c_str());
+    if (!report.rewound() && report.log_losses.empty()) {
       std::fprintf(Out(), "%s can be imported without discarding anything.\n", p.name.c_str());
     }
     return kExitOk;
   }
+  for (const auto& l : report.log_losses) std::fprintf(Out(), "Discarded %s.\n", l.c_str());
   if (report.rewound()) {
     std::fprintf(Out(),
                  "Pool %s returned to its state as of %s.\n"

@@ -140,7 +140,7 @@ size_t Devfs::node_count() const { return impl_->tree_.node_count(); }
 Status Devfs::Impl::Start() {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  if (ec) return Status::FromErrno(ec.value(), "devfs: mkdir " + dir_ + ": " + ec.message());
+  if (ec) return Status::FromErrno(ec.value(), "devfs: mkdir " + dir_);
 
   wanted_ = options_.transport;
   if (wanted_ == FuseTransport::kAuto) {

@@ -86,8 +86,7 @@ Status DevfsUringLoop::Probe() {
   io_uring ring;
   const int r = InitRing(&ring);
   if (r < 0) {
-    return Status::FromErrno(
-        -r, std::string("io_uring with 128-byte SQEs is unavailable: ") + std::strerror(-r));
+    return Status::FromErrno(-r, "io_uring with 128-byte SQEs is unavailable");
   }
   io_uring_queue_exit(&ring);
   return Status::Ok();
@@ -204,8 +203,7 @@ void DevfsUringLoop::Serve(Thread& t) {
   io_uring ring;
   const int r = InitRing(&ring);
   if (r < 0) {
-    Report(t.phase,
-           Status::FromErrno(-r, "io_uring_queue_init: " + std::string(std::strerror(-r))));
+    Report(t.phase, Status::FromErrno(-r, "io_uring_queue_init"));
     return;
   }
   if (pin_) {
@@ -244,8 +242,8 @@ void DevfsUringLoop::Serve(Thread& t) {
   }
   if (sr < 0 || (cqe != nullptr && cqe->res < 0)) {
     const int err = sr < 0 ? -sr : -cqe->res;
-    Report(t.phase, Status::FromErrno(err, "FUSE_IO_URING_CMD_REGISTER on queue " +
-                                               std::to_string(t.qid) + ": " + std::strerror(err)));
+    Report(t.phase,
+           Status::FromErrno(err, "FUSE_IO_URING_CMD_REGISTER on queue " + std::to_string(t.qid)));
     io_uring_queue_exit(&ring);
     return;
   }

@@ -62,6 +62,17 @@ TEST(PoolFuzzSmokeTest, RandomAndMutatedInputs) {
     out.resize(2 + n);
     return out;
   };
+  // A stamped log block of two records, behind its chain guid and seq.
+  std::vector<uint8_t> zil(16 + 2048);
+  {
+    const std::vector<uint8_t> data(700, 5);
+    ZilRecordRef recs[2];
+    recs[0] = {ZilRecordType::kWrite, 0, 7, 4096, data.size(), data.data()};
+    recs[1] = {ZilRecordType::kZero, 0, 8, 1 << 20, 65536, nullptr};
+    EncodeLE64(zil.data(), 0x1234);
+    EncodeLE64(zil.data() + 8, 5);
+    EncodeZilBlock({0x1234, 5, 99, Dva{0, 8, 2 << 20}}, recs, std::span(zil).subspan(16));
+  }
   const std::vector<std::vector<uint8_t>> seeds = {
       Seed(0, bp),
       Seed(1, EncodeUberblock(ub, 0)),
@@ -70,6 +81,7 @@ TEST(PoolFuzzSmokeTest, RandomAndMutatedInputs) {
       Seed(4, EncodeSpaceMapBlock(entries)),
       Seed(5, compressed("lz4")),
       Seed(6, compressed("zstd")),
+      Seed(7, zil),
   };
   // The seeds decode, so their mutations start deep inside each decoder. (The MOS seed is
   // not checked: its format is still changing.)
@@ -77,6 +89,7 @@ TEST(PoolFuzzSmokeTest, RandomAndMutatedInputs) {
   ASSERT_TRUE(DecodeUberblock(std::span(seeds[1]).subspan(1), 0).ok());
   ASSERT_TRUE(DecodeLabelConfig(std::span(seeds[2]).subspan(1), 0).ok());
   ASSERT_TRUE(DecodeSpaceMapBlock(std::span(seeds[4]).subspan(1)).ok());
+  ASSERT_TRUE(DecodeZilBlock(std::span(seeds[7]).subspan(17), 0x1234, 5).ok());
   for (int s : {5, 6}) {
     std::vector<uint8_t> out(text.size());
     ASSERT_TRUE(DecompressBlock(s == 5 ? Compression::kLz4 : Compression::kZstd,
@@ -90,7 +103,7 @@ TEST(PoolFuzzSmokeTest, RandomAndMutatedInputs) {
   for (int i = 0; i < 1000; i++) {
     std::vector<uint8_t> in(1 + rng() % 600);
     for (auto& b : in) b = static_cast<uint8_t>(rng());
-    in[0] = static_cast<uint8_t>(i % 7);
+    in[0] = static_cast<uint8_t>(i % 8);
     FuzzPoolFormat(in.data(), in.size());
     runs++;
   }
@@ -113,7 +126,7 @@ TEST(PoolFuzzSmokeTest, RandomAndMutatedInputs) {
       runs++;
     }
   }
-  EXPECT_EQ(runs, 1000 + 7 * 400);
+  EXPECT_EQ(runs, 1000 + 8 * 400);
 }
 
 }  // namespace

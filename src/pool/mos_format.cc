@@ -55,12 +55,22 @@ std::vector<uint8_t> EncodeMos(const MosPhys& mos) {
   const bool v4 = std::any_of(mos.datasets.begin(), mos.datasets.end(), [](const auto& d) {
     return d.props.count("resume:toguid") > 0;  // a resumable partial receive (receive.cc)
   });
+  // Stamped log chains (version 8); a plain one, left by an older volstack and still being
+  // replayed, keeps the MOS below 8. Chains of both formats never meet in one MOS: new
+  // chains start only after the import's replay is done.
+  const bool v8 = std::any_of(mos.datasets.begin(), mos.datasets.end(), [](const auto& d) {
+    return !d.zil.empty() && d.zil.format == kZilFormatStamped;
+  });
+  VS_CHECK(!v8 || std::none_of(mos.datasets.begin(), mos.datasets.end(), [](const auto& d) {
+    return !d.zil.empty() && d.zil.format == kZilFormatPlain;
+  }));
   // The version written is the highest one an active feature needs (mos_format.h).
-  EncodeLE64(out.data(), !mos.deferred.empty() ? kMosMagicV6
-                         : mos.compressed      ? kMosMagicV5
-                         : v4                  ? kMosMagicV4
-                         : v3                  ? kMosMagic
-                                               : kMosMagicV2);
+  EncodeLE64(out.data(), v8                      ? kMosMagicV8
+                         : !mos.deferred.empty() ? kMosMagicV6
+                         : mos.compressed        ? kMosMagicV5
+                         : v4                    ? kMosMagicV4
+                         : v3                    ? kMosMagic
+                                                 : kMosMagicV2);
   EncodeLE64(out.data() + 8, mos.txg);
   EncodeLE32(out.data() + 16, static_cast<uint32_t>(bps.size()));
   EncodeLE32(out.data() + 20, static_cast<uint32_t>(text.size()));
@@ -78,8 +88,8 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
         "supported by this volstack, which reads version 2; recreate the pool");
   }
   const uint64_t magic = DecodeLE64(block.data());
-  if (magic != kMosMagicV6 && magic != kMosMagicV5 && magic != kMosMagicV4 && magic != kMosMagic &&
-      magic != kMosMagicV2) {
+  if (magic != kMosMagicV8 && magic != kMosMagicV6 && magic != kMosMagicV5 &&
+      magic != kMosMagicV4 && magic != kMosMagic && magic != kMosMagicV2) {
     return bad("no magic");
   }
   MosPhys mos;
@@ -101,7 +111,8 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
     const uint64_t nsm = j.at("nsm").get<uint64_t>();
     if (nsm > nbp) return bad("pointer count mismatch");
     mos.compressed = j.contains("compressed") && j.at("compressed").get<bool>();
-    if (magic != kMosMagicV6 && mos.compressed != (magic == kMosMagicV5)) {
+    const bool v6_or_later = magic == kMosMagicV6 || magic == kMosMagicV8;
+    if (!v6_or_later && mos.compressed != (magic == kMosMagicV5)) {
       return bad("compressed blocks and format version disagree");
     }
     uint64_t ndefer = 0;
@@ -121,7 +132,7 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
         mos.deferred.push_back(std::move(d));
       }
     }
-    if (mos.deferred.empty() == (magic == kMosMagicV6)) {
+    if (magic == kMosMagicV6 ? mos.deferred.empty() : !v6_or_later && !mos.deferred.empty()) {
       return bad("deferred frees and format version disagree");
     }
     const auto& ds = j.at("datasets");
@@ -150,6 +161,7 @@ Result<MosPhys> DecodeMos(std::span<const uint8_t> block) {
         d.zil.head.asize_sectors = z.at("asize").get<uint32_t>();
         d.zil.head.offset = z.at("offset").get<uint64_t>();
         d.zil.floor = z.at("floor").get<uint64_t>();
+        d.zil.format = magic == kMosMagicV8 ? kZilFormatStamped : kZilFormatPlain;
         if (d.zil.guid == 0 || d.zil.head.empty() || d.zil.head.asize() > kZilMaxBlock) {
           return bad("intent log header");
         }

@@ -59,7 +59,10 @@ namespace volstack::pool {
 // 6 adds the persisted deferred frees (defer_map.h): written while any txg's deferred
 // frees are listed, which, as every commit frees the MOS before it, is from a pool's
 // second txg on.
+// 8 marks the intent-log chains it names as stamped (zil_format.h, block format 2): written
+// while any volume has a log chain. Version 7 is reserved (raidz).
 // Versions are ordered: a MOS is written as the highest version any active feature needs.
+inline constexpr uint64_t kMosMagicV8 = 0x08000053534f4d53ull;  // "SMOS\0\0\0\x08"
 inline constexpr uint64_t kMosMagicV6 = 0x06000053534f4d53ull;  // "SMOS\0\0\0\6"
 inline constexpr uint64_t kMosMagicV5 = 0x05000053534f4d53ull;  // "SMOS\0\0\0\5"
 inline constexpr uint64_t kMosMagicV4 = 0x04000053534f4d53ull;  // "SMOS\0\0\0\4"

@@ -504,9 +504,16 @@ Result<std::shared_ptr<Pool>> Pool::Import(std::vector<bdev::BlockDevicePtr> dev
   ApplyMemoryBounds(impl->props, impl->tuning);
   impl->InitBlockCache();
   // Importing without the rest of a log would drop flushed writes for good (the replay's
-  // commit frees the chain): refuse, having written nothing, so a retry can read it.
+  // commit frees the chain): refuse, having written nothing, so a retry can read it, unless
+  // the user accepts the loss (zpool import -F), which the report then lists.
   if (const Status& st = impl->zil->claim_error(); !st.ok()) {
-    return st.WithContext("pool '" + impl->name + "' not imported");
+    if (!options.rewind) {
+      return Status::FromErrno(st.code(), "pool '" + impl->name +
+                                              "' not imported: " + st.message() +
+                                              "; 'zpool import -F' imports it without them "
+                                              "('-F -n' checks first)");
+    }
+    report.log_losses = impl->zil->claim_losses();
   }
   impl->open_txg = max_txg + 1;
   impl->RebaseDeferred(max_txg);

@@ -64,10 +64,16 @@
 //      txg opened after the failure is durable, as that txg makes every block up to the hole
 //      obsolete and moves the header past it (a txg committed during the write could not:
 //      the blocks were being written).
+//   8. A crash during a commit's write can tear its blocks (any subset of their sectors
+//      landed); that commit never returned, so nothing in them was acknowledged, and the
+//      chain ends there. A block written whole and damaged since may hold acknowledged
+//      records: import must refuse rather than end the chain there. Each sector of a block
+//      carries a stamp of (chain, seq, sector, sector count) twice (zil_format.h, block
+//      format 2), so import tells the two apart: all sectors stamped = written whole.
 //
 // Block sizes. The pre-allocated block holds kZilMaxBlock (128 KiB) of reserve; a commit
-// writes only what it uses (rounded to the allocation unit) and gives the unused tail back,
-// so the next block is usually allocated right behind it: the log is written sequentially
+// writes only what it uses (stamped, rounded to the allocation unit) and gives the unused tail
+// back, so the next block is usually allocated right behind it: the log is written sequentially
 // inside the reserve, one write and one flush per commit of up to ~128 KiB. Records larger
 // than a block are split.
 //
@@ -279,13 +285,14 @@ bool Zil::PlanLocked(const std::vector<Itx>& batch, std::vector<Planned>* plan) 
   const Lwb first = lwbs_.back();
   std::vector<Planned> blocks(1);
   blocks[0].seq = first.seq;
-  uint64_t cap = first.dva.asize();
+  // Capacities in logical bytes: the stamped format keeps 496 of each 512 (zil_format.h).
+  uint64_t cap = ZilCapacity(kZilFormatStamped, first.dva.asize());
   uint64_t used = kZilBlockHeaderSize;
   auto next_block = [&] {
     blocks.back().used = static_cast<uint32_t>(used);
     blocks.emplace_back();
     blocks.back().seq = blocks[blocks.size() - 2].seq + 1;
-    cap = kZilMaxBlock;
+    cap = ZilCapacity(kZilFormatStamped, kZilMaxBlock);
     used = kZilBlockHeaderSize;
   };
   for (size_t i = 0; i < batch.size(); i++) {
@@ -321,12 +328,13 @@ bool Zil::PlanLocked(const std::vector<Itx>& batch, std::vector<Planned>* plan) 
   // Space: the first block keeps what it uses, the rest get exact sizes, and a new block
   // is pre-allocated for the next commit.
   std::vector<uint64_t> sizes;
-  for (size_t i = 1; i < blocks.size(); i++) sizes.push_back(Asize(blocks[i].used));
+  auto phys = [&](uint32_t used) { return Asize(ZilPhysSize(kZilFormatStamped, used)); };
+  for (size_t i = 1; i < blocks.size(); i++) sizes.push_back(phys(blocks[i].used));
   sizes.push_back(kZilMaxBlock);
   std::vector<Dva> dvas;
-  if (!manager_->AllocateChain(first.dva, Asize(blocks[0].used), sizes, &dvas)) return false;
+  if (!manager_->AllocateChain(first.dva, phys(blocks[0].used), sizes, &dvas)) return false;
   blocks[0].dva = first.dva;
-  blocks[0].dva.asize_sectors = static_cast<uint32_t>(Asize(blocks[0].used) >> 9);
+  blocks[0].dva.asize_sectors = static_cast<uint32_t>(phys(blocks[0].used) >> 9);
   for (size_t i = 1; i < blocks.size(); i++) blocks[i].dva = dvas[i - 1];
   for (size_t i = 0; i < blocks.size(); i++) {
     blocks[i].next = i + 1 < blocks.size() ? blocks[i + 1].dva : dvas.back();
@@ -381,7 +389,8 @@ Status Zil::WriteBlocks(const std::vector<Itx>& batch, const std::vector<Planned
     info.next = b.next;
     const size_t at = buf.size();
     buf.resize(at + b.dva.asize());
-    EncodeZilBlock(info, refs, std::span<uint8_t>(buf.data() + at, b.dva.asize()));
+    EncodeZilBlock(info, refs, std::span<uint8_t>(buf.data() + at, b.dva.asize()),
+                   kZilFormatStamped);
   }
   VS_RETURN_IF_ERROR(write_out());
   for (uint32_t v = 0; v < touched.size(); v++) {

@@ -192,10 +192,13 @@ class ZilManager {
   void ResetClaims();
   // Reads the chain of `d`'s log and claims its valid blocks out of `free` (the pool's free
   // sets being built by LoadFrom). Corruption when a valid block is not free space. A block
-  // that cannot be read ends the chain too, but unlike an invalid one (the usual end) it
-  // may hold flushed writes: it is kept in claim_error(), and import stops on it.
+  // that cannot be read, or that was written whole and is damaged (its stamps say so:
+  // zil_format.h), ends the chain too, but unlike an unwritten or torn one (the usual end)
+  // it may hold flushed writes: it is kept in claim_error() (the first) and
+  // claim_losses() (one line per volume), and import stops on it unless told to discard.
   Status Claim(const DatasetPhys& d, std::vector<RangeSet>& free);
   const Status& claim_error() const { return claim_error_; }
+  const std::vector<std::string>& claim_losses() const { return claim_losses_; }
   // Applies the claimed records newer than `imported_txg` (or the header's floor) to the
   // volumes and commits; the claimed chains are freed by that commit. Call once, after
   // LoadFrom, before the sync thread starts.
@@ -241,8 +244,9 @@ class ZilManager {
   std::vector<uint64_t> cursor_;   // GUARDED_BY(space_mu_) per vdev
   uint32_t rotor_ = 0;             // GUARDED_BY(space_mu_)
 
-  std::map<uint64_t, Claimed> claims_;  // import only: dataset id -> claimed chain
-  Status claim_error_;                  // import only: the first log block not read
+  std::map<uint64_t, Claimed> claims_;     // import only: dataset id -> claimed chain
+  Status claim_error_;                     // import only: the first log block not read
+  std::vector<std::string> claim_losses_;  // import only: each chain cut short, and why
   uint64_t replayed_records_ = 0;
 };
 

@@ -1,6 +1,8 @@
 #include "pool/zil_format.h"
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "pool/checksum.h"
 #include "util/coding.h"
@@ -22,14 +24,38 @@ Dva DecodeDva(const uint8_t* p) {
 }
 }  // namespace
 
-uint32_t EncodeZilBlock(const ZilBlockInfo& info, std::span<const ZilRecordRef> records,
-                        std::span<uint8_t> out) {
+namespace {
+constexpr uint32_t kSector = 512;
+constexpr uint64_t kStampCountMask = 0xffff;
+
+// The stamp of sector `index` of block `seq` of chain `guid`, without its count bits.
+uint64_t StampTag(uint64_t guid, uint64_t seq, uint32_t index) {
+  uint8_t in[20];
+  EncodeLE64(in, guid);
+  EncodeLE64(in + 8, seq);
+  EncodeLE32(in + 16, index);
+  const Checksum c = ComputeChecksum(ChecksumType::kXxh3_128, in);
+  return DecodeLE64(c.bytes.data()) & ~kStampCountMask;
+}
+
+// The sector's count n when one of its stamp copies is (guid, seq, index)'s, else 0.
+uint32_t SectorStamp(const uint8_t* sector, uint64_t tag) {
+  for (const uint64_t s : {DecodeLE64(sector), DecodeLE64(sector + kSector - 8)}) {
+    if ((s & ~kStampCountMask) == tag && (s & kStampCountMask) != 0) {
+      return static_cast<uint32_t>(s & kStampCountMask);
+    }
+  }
+  return 0;
+}
+
+uint32_t EncodeLogical(const ZilBlockInfo& info, std::span<const ZilRecordRef> records,
+                       std::span<uint8_t> out, uint64_t magic) {
   uint64_t used = kZilBlockHeaderSize;
   for (const auto& r : records) used += ZilRecordSize(r.type, r.length);
   VS_CHECK_OP(used, <=, out.size());
   std::memset(out.data(), 0, out.size());
   uint8_t* b = out.data();
-  EncodeLE64(b + 16, kZilBlockMagic);
+  EncodeLE64(b + 16, magic);
   EncodeLE64(b + 24, info.guid);
   EncodeLE64(b + 32, info.seq);
   EncodeLE64(b + 40, info.dataset_guid);
@@ -54,11 +80,12 @@ uint32_t EncodeZilBlock(const ZilBlockInfo& info, std::span<const ZilRecordRef> 
   return static_cast<uint32_t>(used);
 }
 
-Result<ZilBlockRead> DecodeZilBlock(std::span<const uint8_t> block, uint64_t guid, uint64_t seq) {
+Result<ZilBlockRead> DecodeLogical(std::span<const uint8_t> block, uint64_t guid, uint64_t seq,
+                                   uint64_t magic) {
   auto bad = [](const char* why) { return Status::Corruption(std::string("log block: ") + why); };
   if (block.size() < kZilBlockHeaderSize) return bad("truncated");
   const uint8_t* b = block.data();
-  if (DecodeLE64(b + 16) != kZilBlockMagic) return bad("no magic");
+  if (DecodeLE64(b + 16) != magic) return bad("no magic");
   ZilBlockRead out;
   out.info.guid = DecodeLE64(b + 24);
   out.info.seq = DecodeLE64(b + 32);
@@ -98,6 +125,116 @@ Result<ZilBlockRead> DecodeZilBlock(std::span<const uint8_t> block, uint64_t gui
   }
   if (pos != out.used) return bad("used size does not match the records");
   return out;
+}
+}  // namespace
+
+uint64_t ZilPhysSize(uint32_t format, uint64_t used) {
+  if (format == kZilFormatPlain) return used;
+  // Two sectors at least, so an unreadable first sector alone never hides a whole write.
+  return std::max<uint64_t>(2, (used + kZilSectorPayload - 1) / kZilSectorPayload) * kSector;
+}
+
+uint64_t ZilCapacity(uint32_t format, uint64_t phys) {
+  if (format == kZilFormatPlain) return phys;
+  return phys / kSector * kZilSectorPayload;
+}
+
+uint32_t EncodeZilBlock(const ZilBlockInfo& info, std::span<const ZilRecordRef> records,
+                        std::span<uint8_t> out, uint32_t format) {
+  if (format == kZilFormatPlain) return EncodeLogical(info, records, out, kZilBlockMagic);
+  VS_CHECK_OP(format, ==, kZilFormatStamped);
+  VS_CHECK_OP(out.size() % kSector, ==, 0u);
+  const uint64_t n = out.size() / kSector;
+  VS_CHECK_OP(n, <=, kStampCountMask);
+  std::vector<uint8_t> logical(ZilCapacity(format, out.size()));
+  const uint32_t used = EncodeLogical(info, records, logical, kZilBlockMagicV2);
+  for (uint64_t i = 0; i < n; i++) {
+    uint8_t* s = out.data() + i * kSector;
+    const uint64_t stamp = StampTag(info.guid, info.seq, static_cast<uint32_t>(i)) | n;
+    EncodeLE64(s, stamp);
+    std::memcpy(s + 8, logical.data() + i * kZilSectorPayload, kZilSectorPayload);
+    EncodeLE64(s + kSector - 8, stamp);
+  }
+  return used;
+}
+
+Result<ZilBlockRead> DecodeZilBlock(std::span<const uint8_t> block, uint64_t guid, uint64_t seq,
+                                    uint32_t format) {
+  if (format == kZilFormatPlain) return DecodeLogical(block, guid, seq, kZilBlockMagic);
+  if (format != kZilFormatStamped) return Status::Corruption("log block: unknown format");
+  if (block.size() % kSector != 0) return Status::Corruption("log block: not whole sectors");
+  const uint64_t sectors = block.size() / kSector;
+  std::vector<uint8_t> logical(sectors * kZilSectorPayload);
+  for (uint64_t i = 0; i < sectors; i++) {
+    std::memcpy(logical.data() + i * kZilSectorPayload, block.data() + i * kSector + 8,
+                kZilSectorPayload);
+  }
+  VS_ASSIGN_OR_RETURN(ZilBlockRead out, DecodeLogical(logical, guid, seq, kZilBlockMagicV2));
+  // The checksum covers the payload only: each sector holding part of it must carry this
+  // block's stamp too, or a stale copy of the same bytes elsewhere would pass.
+  const uint64_t need = ZilPhysSize(format, out.used) / kSector;
+  for (uint64_t i = 0; i < need; i++) {
+    if (SectorStamp(block.data() + i * kSector, StampTag(guid, seq, static_cast<uint32_t>(i))) <
+        need) {
+      return Status::Corruption("log block: sector not stamped");
+    }
+  }
+  return out;
+}
+
+ZilBlockState ClassifyZilBlock(std::span<const uint8_t> block, uint64_t guid, uint64_t seq,
+                               uint32_t format, const std::vector<bool>* unreadable) {
+  if (format != kZilFormatStamped) return ZilBlockState::kUnwritten;
+  const uint64_t sectors = block.size() / kSector;
+  auto lost = [&](uint64_t i) {
+    return unreadable != nullptr && i < unreadable->size() && (*unreadable)[i];
+  };
+  // n by majority over the stamped sectors: a damaged count cannot outvote the rest.
+  std::vector<uint32_t> counts(sectors, 0);
+  std::map<uint32_t, uint64_t> votes;
+  bool any_lost = false;
+  for (uint64_t i = 0; i < sectors; i++) {
+    if (lost(i)) {
+      any_lost = true;
+      continue;
+    }
+    counts[i] =
+        SectorStamp(block.data() + i * kSector, StampTag(guid, seq, static_cast<uint32_t>(i)));
+    if (counts[i] != 0) votes[counts[i]]++;
+  }
+  if (votes.empty()) {
+    // Nothing stamped: never written, unless the unreadable sectors were all of it.
+    // Every write stamps at least its first two sectors (ZilPhysSize).
+    return any_lost && lost(0) && lost(1) ? ZilBlockState::kUnknown : ZilBlockState::kUnwritten;
+  }
+  uint64_t n = 0, best = 0;
+  for (const auto& [c, v] : votes) {
+    if (v > best) n = c, best = v;
+  }
+  if (n > sectors) return ZilBlockState::kDamaged;  // a chain's block is never larger
+  bool unknown = false;
+  for (uint64_t i = 0; i < n; i++) {
+    if (lost(i)) {
+      unknown = true;
+    } else if (counts[i] == 0) {
+      return ZilBlockState::kTorn;
+    }
+  }
+  return unknown ? ZilBlockState::kUnknown : ZilBlockState::kDamaged;
+}
+
+const char* ZilBlockStateName(ZilBlockState s) {
+  switch (s) {
+    case ZilBlockState::kUnwritten:
+      return "not written";
+    case ZilBlockState::kTorn:
+      return "torn";
+    case ZilBlockState::kDamaged:
+      return "damaged";
+    case ZilBlockState::kUnknown:
+      return "partly unreadable";
+  }
+  return "?";
 }
 
 }  // namespace volstack::pool

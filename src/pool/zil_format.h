@@ -38,6 +38,24 @@
 //
 // A block is valid only if its checksum verifies, its magic, guid and seq are the expected
 // ones, and its records lie inside `used`. The chain ends at the first invalid block.
+//
+// Block formats. Format 1 (chains named by a MOS of version 2-7) stores the block above
+// as it is. Format 2 (MOS version 8 and later) stores the same logical block, with magic
+// kZilBlockMagicV2, cut into 496-byte pieces, one per 512-byte sector, each between two
+// copies of the sector's stamp, and stamps every sector the write covers:
+//   sector off  size  field
+//   0           8     stamp
+//   8           496   the next 496 bytes of the logical block (zero past `used`)
+//   504         8     stamp (a copy)
+//   stamp = (low 64 bits of XXH3-128(LE64 chain guid, LE64 seq, LE32 sector index))
+//           with its low 16 bits replaced by n, the number of sectors the write covered.
+// The stamps tell a block that was never written (no sector stamped) or torn by a crash
+// during its write (some sectors stamped: its commit never returned, so no record in it
+// was acknowledged) from one that was written whole and damaged afterwards (every sector
+// 0..n-1 stamped, yet the block is invalid): the first two end the chain, the last is an
+// acknowledged record lost and is reported (zil_manager.cc, Claim). A sector damaged in
+// a few bytes keeps one stamp copy; a sector replaced whole is, alone, indistinguishable
+// from one never written.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +67,11 @@
 
 namespace volstack::pool {
 
-inline constexpr uint64_t kZilBlockMagic = 0x014b424c495a5356ull;  // "VSZILBK\1"
+inline constexpr uint64_t kZilBlockMagic = 0x014b424c495a5356ull;    // "VSZILBK\1"
+inline constexpr uint64_t kZilBlockMagicV2 = 0x024b424c495a5356ull;  // "VSZILBK\2"
+inline constexpr uint32_t kZilFormatPlain = 1;                       // block format 1
+inline constexpr uint32_t kZilFormatStamped = 2;  // block format 2: stamped sectors
+inline constexpr uint32_t kZilSectorPayload = 496;
 inline constexpr uint32_t kZilMaxBlock = 128 * 1024;
 inline constexpr uint32_t kZilBlockHeaderSize = 96;
 inline constexpr uint32_t kZilRecordHeaderSize = 32;
@@ -59,6 +81,9 @@ struct ZilHeaderPhys {
   uint64_t seq = 0;
   Dva head;
   uint64_t floor = 0;
+  // The chain's block format: kZilFormatStamped for chains this volstack starts; a chain
+  // named by a MOS older than version 8 is kZilFormatPlain (mos_format.h).
+  uint32_t format = kZilFormatStamped;
   bool empty() const { return guid == 0; }
   bool operator==(const ZilHeaderPhys&) const = default;
 };
@@ -99,10 +124,16 @@ inline uint64_t ZilRecordSize(ZilRecordType type, uint64_t length) {
   return kZilRecordHeaderSize + (type == ZilRecordType::kWrite ? (length + 7) / 8 * 8 : 0);
 }
 
-// Encodes a block into `out` (at least the used size; the rest is zero-filled). Returns the
-// used size.
+// Bytes a block of `used` logical bytes takes on disk in `format`, before rounding up to
+// the allocation unit; and the logical bytes `phys` bytes on disk hold.
+uint64_t ZilPhysSize(uint32_t format, uint64_t used);
+uint64_t ZilCapacity(uint32_t format, uint64_t phys);
+
+// Encodes a block into `out` (at least ZilPhysSize(used); the rest is zero-filled, and in
+// format 2 every sector of `out` is stamped, out.size() a multiple of 512). Returns the
+// used (logical) size.
 uint32_t EncodeZilBlock(const ZilBlockInfo& info, std::span<const ZilRecordRef> records,
-                        std::span<uint8_t> out);
+                        std::span<uint8_t> out, uint32_t format = kZilFormatStamped);
 
 struct ZilBlockRead {
   ZilBlockInfo info;
@@ -110,8 +141,26 @@ struct ZilBlockRead {
   std::vector<ZilRecord> records;
 };
 
-// Decodes and validates a block read from disk (any length >= its used size). Corruption
-// when it is not block `seq` of chain `guid`.
-Result<ZilBlockRead> DecodeZilBlock(std::span<const uint8_t> block, uint64_t guid, uint64_t seq);
+// Decodes and validates a block read from disk (any length >= its physical size; in
+// format 2 a multiple of 512). Corruption when it is not block `seq` of chain `guid`.
+Result<ZilBlockRead> DecodeZilBlock(std::span<const uint8_t> block, uint64_t guid, uint64_t seq,
+                                    uint32_t format = kZilFormatStamped);
+
+// What an invalid format-2 block is, by its stamps (format 1 blocks carry none: always
+// kUnwritten).
+enum class ZilBlockState : uint8_t {
+  kUnwritten = 0,  // no sector stamped: the chain's end
+  kTorn = 1,       // some sectors stamped: a write cut by a crash, never acknowledged
+  kDamaged = 2,    // every sector of the write stamped: written whole, damaged since
+  // Some sectors could not be read, and every other sector of the write is stamped: an
+  // unreadable sector may be one that was written (the block whole) or one torn.
+  kUnknown = 3,
+};
+// `unreadable` (if given): one flag per sector of `block` that could not be read (its
+// bytes are ignored). A sector read back unstamped inside the write proves a tear.
+ZilBlockState ClassifyZilBlock(std::span<const uint8_t> block, uint64_t guid, uint64_t seq,
+                               uint32_t format = kZilFormatStamped,
+                               const std::vector<bool>* unreadable = nullptr);
+const char* ZilBlockStateName(ZilBlockState s);
 
 }  // namespace volstack::pool

@@ -275,6 +275,7 @@ void ZilManager::SyncDone(uint64_t txg) {
 void ZilManager::ResetClaims() {
   claims_.clear();
   claim_error_ = Status::Ok();
+  claim_losses_.clear();
 }
 
 Status ZilManager::Claim(const DatasetPhys& d, std::vector<RangeSet>& free) {
@@ -285,31 +286,75 @@ Status ZilManager::Claim(const DatasetPhys& d, std::vector<RangeSet>& free) {
   Dva cur = d.zil.head;
   uint64_t seq = d.zil.seq;
   std::vector<uint8_t> buf;
+  const uint32_t format = d.zil.format;
+  auto lose = [&](Status st, const std::string& what) {
+    claim_losses_.push_back(what);
+    if (claim_error_.ok()) claim_error_ = std::move(st);
+  };
   // The chain ends at the first block that is out of range, unreadable or invalid.
   while (!cur.empty() && cur.vdev < pool_->vdevs.size() && cur.asize() <= kZilMaxBlock &&
          cur.offset >= kAllocStart &&
          cur.offset + cur.asize() <= pool_->vdevs[cur.vdev]->alloc_end()) {
     buf.resize(cur.asize());
+    // What the copies that are not this block are (zil_format.h): a copy written whole and
+    // damaged since outweighs a torn or unwritten one.
+    ZilBlockState state = ZilBlockState::kUnwritten;
     // On a mirror a child that missed this block is read past and healed (vdev.h).
     Status st = pool_->vdevs[cur.vdev]->ReadVerified(
         cur.offset, buf,
         [&](std::span<const uint8_t> b) {
-          auto blk = DecodeZilBlock(b, d.zil.guid, seq);
-          return blk.ok() && blk->info.dataset_guid == d.guid;
+          auto blk = DecodeZilBlock(b, d.zil.guid, seq, format);
+          if (blk.ok() && blk->info.dataset_guid == d.guid) return true;
+          state = std::max(state, ClassifyZilBlock(b, d.zil.guid, seq, format));
+          return false;
         },
         nullptr, /*count=*/false);
-    if (st.IsCorruption()) break;  // no copy is the next block: the chain ends here
-    if (!st.ok()) {
-      if (claim_error_.ok()) {
-        claim_error_ = st.WithContext("the intent log of " + d.name + " cannot be read (block " +
-                                      std::to_string(seq) + ")");
+    const std::string where = "block " + std::to_string(seq) + " (vdev " +
+                              std::to_string(cur.vdev) + ", offset " + std::to_string(cur.offset) +
+                              ")";
+    if (!st.ok() && format == kZilFormatStamped) {
+      // Piece by piece (the device's smallest unit): a torn write may read back as an I/O
+      // error where a sector was cut (real media do), and what can be read still tells a
+      // tear, or a block whose records are all readable, from one written whole.
+      const bdev::BlockDevicePtr& dev = pool_->vdevs[cur.vdev]->device();
+      const uint32_t unit = std::max<uint32_t>(512, dev->geometry().logical_block_size);
+      std::vector<bool> unreadable(cur.asize() / 512, false);
+      std::fill(buf.begin(), buf.end(), 0);
+      for (uint64_t at = 0; at < cur.asize(); at += unit) {
+        std::span<uint8_t> piece(buf.data() + at, std::min<uint64_t>(unit, cur.asize() - at));
+        if (dev->Read(cur.offset + at, piece).ok()) continue;
+        std::fill(piece.begin(), piece.end(), 0);
+        for (uint64_t i = at / 512; i < (at + piece.size()) / 512; i++) unreadable[i] = true;
+      }
+      auto whole = DecodeZilBlock(buf, d.zil.guid, seq, format);
+      if (whole.ok() && whole->info.dataset_guid == d.guid) {
+        st = Status::Ok();  // every sector holding a record was read
+      } else {
+        state = ClassifyZilBlock(buf, d.zil.guid, seq, format, &unreadable);
+        if (state != ZilBlockState::kUnknown) st = Status::Corruption("log block");
+      }
+    }
+    if (st.IsCorruption()) {
+      // Unwritten: the chain's end. Torn: the write of a commit that never returned, so
+      // nothing acknowledged is in it. Damaged: it was written whole, so its commit may
+      // have been acknowledged, and the records from here on would be lost.
+      if (state == ZilBlockState::kDamaged) {
+        lose(Status::Corruption("the intent log of " + d.name + " is damaged: " + where +
+                                " was written whole and fails its checksum; the flushed "
+                                "writes from there on cannot be replayed"),
+             "the intent log of " + d.name + " from " + where + ", which is damaged");
       }
       break;
     }
-    auto b = DecodeZilBlock(buf, d.zil.guid, seq);
+    if (!st.ok()) {
+      lose(st.WithContext("the intent log of " + d.name + " cannot be read (" + where + ")"),
+           "the intent log of " + d.name + " from " + where + ", which cannot be read");
+      break;
+    }
+    auto b = DecodeZilBlock(buf, d.zil.guid, seq, format);
     if (!b.ok() || b->info.dataset_guid != d.guid) break;
     Dva held = cur;
-    held.asize_sectors = static_cast<uint32_t>(pool_->asize(b->used) >> 9);
+    held.asize_sectors = static_cast<uint32_t>(pool_->asize(ZilPhysSize(format, b->used)) >> 9);
     if (!free[held.vdev].Remove(held.offset, held.asize())) {
       return Status::Corruption("intent log of " + d.name + ": block " + std::to_string(seq) +
                                 " overlaps allocated space");

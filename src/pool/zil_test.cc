@@ -25,6 +25,7 @@ using testing::ExpectConsistent;
 using testing::kMiB;
 using testing::Pattern;
 
+// The plain format (1); the stamped one is zil_stamp_test.cc's.
 TEST(ZilFormatTest, BlockRoundTripAndRejects) {
   auto data = Pattern(3000, 1);
   ZilRecordRef recs[2];
@@ -32,9 +33,9 @@ TEST(ZilFormatTest, BlockRoundTripAndRejects) {
   recs[1] = {ZilRecordType::kZero, 0, 8, 1 << 20, 65536, nullptr};
   ZilBlockInfo info{0x1234, 5, 99, Dva{0, 256, 2 << 20}};
   std::vector<uint8_t> buf(8192);
-  const uint32_t used = EncodeZilBlock(info, recs, buf);
+  const uint32_t used = EncodeZilBlock(info, recs, buf, kZilFormatPlain);
   EXPECT_EQ(used, kZilBlockHeaderSize + ZilRecordSize(ZilRecordType::kWrite, 3000) + 32);
-  auto b = DecodeZilBlock(buf, 0x1234, 5);
+  auto b = DecodeZilBlock(buf, 0x1234, 5, kZilFormatPlain);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ(b->used, used);
   EXPECT_EQ(b->info.next, info.next);
@@ -46,17 +47,19 @@ TEST(ZilFormatTest, BlockRoundTripAndRejects) {
   EXPECT_EQ(b->records[1].type, ZilRecordType::kZero);
   EXPECT_EQ(b->records[1].length, 65536u);
   // Another chain, the wrong sequence number, truncation, any flipped byte: rejected.
-  EXPECT_TRUE(DecodeZilBlock(buf, 0x1235, 5).status().IsCorruption());
-  EXPECT_TRUE(DecodeZilBlock(buf, 0x1234, 6).status().IsCorruption());
-  EXPECT_FALSE(DecodeZilBlock(std::span<const uint8_t>(buf.data(), used - 1), 0x1234, 5).ok());
+  EXPECT_TRUE(DecodeZilBlock(buf, 0x1235, 5, kZilFormatPlain).status().IsCorruption());
+  EXPECT_TRUE(DecodeZilBlock(buf, 0x1234, 6, kZilFormatPlain).status().IsCorruption());
+  EXPECT_FALSE(
+      DecodeZilBlock(std::span<const uint8_t>(buf.data(), used - 1), 0x1234, 5, kZilFormatPlain)
+          .ok());
   for (uint32_t i = 0; i < used; i += 7) {
     auto bad = buf;
     bad[i] ^= 0x10;
-    EXPECT_FALSE(DecodeZilBlock(bad, 0x1234, 5).ok()) << i;
+    EXPECT_FALSE(DecodeZilBlock(bad, 0x1234, 5, kZilFormatPlain).ok()) << i;
   }
   // Bytes after `used` are not covered: a block may be read with any tail.
   buf[used + 5] ^= 1;
-  EXPECT_TRUE(DecodeZilBlock(buf, 0x1234, 5).ok());
+  EXPECT_TRUE(DecodeZilBlock(buf, 0x1234, 5, kZilFormatPlain).ok());
 }
 
 TEST(ZilFormatTest, OldMosVersionIsAClearError) {

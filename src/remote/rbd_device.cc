@@ -127,6 +127,12 @@ namespace {
 
 std::string ErrnoText(int err) { return std::strerror(err < 0 ? -err : err); }
 
+// librados' -errno `ret` as a Status of `code`: its text is added only when `code` is
+// another errno, as the Status prints its own code's text already.
+Status RadosStatus(int code, const std::string& what, int ret) {
+  return Status::FromErrno(code, -ret == code ? what : what + ": " + ErrnoText(ret));
+}
+
 // What the caller waits on while its operation runs in librbd. The callback notifies while
 // holding the mutex: the waiter may destroy this object as soon as it sees `done`.
 struct Waiter {
@@ -220,8 +226,8 @@ Result<std::shared_ptr<RbdDevice::Cluster>> ConnectCluster(const RbdName& n,
   if (ret < 0) {
     const int code = -ret == ETIMEDOUT ? ETIMEDOUT : EIO;
     const std::string reason = "cannot connect to the Ceph cluster" +
-                               (n.conf.empty() ? std::string() : " of " + n.conf) + ": " +
-                               ErrnoText(ret);
+                               (n.conf.empty() ? std::string() : " of " + n.conf) +
+                               (-ret == code ? std::string() : ": " + ErrnoText(ret));
     failed[key] = {std::chrono::steady_clock::now(), code, reason};
     return Status::FromErrno(code, device + ": " + reason);
   }
@@ -238,8 +244,7 @@ Result<std::shared_ptr<RbdDevice>> RbdDevice::Open(const std::string& name,
   rados_ioctx_t ioctx = nullptr;
   int ret = rados_ioctx_create(cluster->rados, n.pool.c_str(), &ioctx);
   if (ret < 0) {
-    return Status::FromErrno(-ret == ENOENT ? ENOENT : EIO,
-                             name + ": pool '" + n.pool + "': " + ErrnoText(ret));
+    return RadosStatus(-ret == ENOENT ? ENOENT : EIO, name + ": pool '" + n.pool + "'", ret);
   }
   const bool read_only = options.read_only || !n.snap.empty();
   rbd_image_t image = nullptr;
@@ -248,9 +253,10 @@ Result<std::shared_ptr<RbdDevice>> RbdDevice::Open(const std::string& name,
                   : rbd_open(ioctx, n.image.c_str(), &image, nullptr);
   if (ret < 0) {
     rados_ioctx_destroy(ioctx);
-    return Status::FromErrno(-ret == ENOENT ? ENOENT : EIO,
-                             name + ": image '" + n.pool + "/" + n.image +
-                                 (n.snap.empty() ? "" : "@" + n.snap) + "': " + ErrnoText(ret));
+    return RadosStatus(
+        -ret == ENOENT ? ENOENT : EIO,
+        name + ": image '" + n.pool + "/" + n.image + (n.snap.empty() ? "" : "@" + n.snap) + "'",
+        ret);
   }
   rbd_image_info_t info{};
   ret = rbd_stat(image, &info, sizeof(info));

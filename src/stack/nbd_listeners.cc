@@ -34,7 +34,7 @@ std::string NbdListeners::StatePath() const { return stack_.state().nbd_path(); 
 // Opens the record's devices into a new listener's registry and starts its server. Devices
 // that cannot be opened are returned in `missing` (with why); the listener still starts.
 Result<std::unique_ptr<NbdListeners::Listener>> NbdListeners::StartListener(
-    const NbdListenerRecord& record, std::vector<std::string>* missing) {
+    const NbdListenerRecord& record, std::vector<Status>* missing) {
   auto l = std::make_unique<Listener>();
   l->record = record;
   l->exports = std::make_shared<bdev::DeviceRegistry>();
@@ -42,7 +42,8 @@ Result<std::unique_ptr<NbdListeners::Listener>> NbdListeners::StartListener(
     auto device =
         stack_.OpenDevice(e.device, record.read_only ? Access::kReadOnly : Access::kReadWrite);
     Status s = device.ok() ? l->exports->Add(e.name, *device) : device.status();
-    if (!s.ok()) missing->push_back(e.name + " (" + e.device + "): " + s.ToString());
+    // Kept as a Status: its own code and message, with no errno text folded in twice.
+    if (!s.ok()) missing->push_back(s.WithContext(e.name + " (" + e.device + ")"));
   }
   // Follow the daemon's registry: a device of an exported name that is registered again
   // (its pool re-imported, an LV remapped) replaces the old one for new connections.
@@ -103,9 +104,9 @@ Result<std::string> NbdListeners::Serve(NbdListenerRecord record) {
       }
     }
   }
-  std::vector<std::string> missing;
+  std::vector<Status> missing;
   VS_ASSIGN_OR_RETURN(auto l, StartListener(record, &missing));
-  if (!missing.empty()) return Status::NotFound("cannot open " + missing.front());
+  if (!missing.empty()) return missing.front().WithContext("cannot open");
   VS_RETURN_IF_ERROR(
       UpdateNbdState(stack_.state().root, StatePath(), [&](std::vector<NbdListenerRecord>& now) {
         now.push_back(l->record);
@@ -158,15 +159,16 @@ Status NbdListeners::Restore() {
   Status result;
   for (const auto& r : recorded) {
     if (live_.count(r.address())) continue;
-    std::vector<std::string> missing;
+    std::vector<Status> missing;
     auto l = StartListener(r, &missing);
     if (!l.ok()) {
       result = l.status().WithContext("nbd " + r.address());
       continue;
     }
     for (const auto& m : missing) {
-      std::fprintf(Err(), "volstack: nbd %s: not serving %s\n", r.address().c_str(), m.c_str());
-      result = Status::NotFound("nbd " + r.address() + ": cannot open " + m);
+      std::fprintf(Err(), "volstack: nbd %s: not serving %s\n", r.address().c_str(),
+                   m.ToString().c_str());
+      result = m.WithContext("nbd " + r.address() + ": cannot open");
     }
     live_[r.address()] = std::move(*l);
   }

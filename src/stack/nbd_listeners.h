@@ -67,7 +67,7 @@ class NbdListeners {
  private:
   struct Listener;
   Result<std::unique_ptr<Listener>> StartListener(const NbdListenerRecord& record,
-                                                  std::vector<std::string>* missing);
+                                                  std::vector<Status>* missing);
   std::string StatePath() const;
 
   Stack& stack_;
