@@ -5,10 +5,11 @@
 //
 //   RandWrite4K   4 KiB random writes, flush (fdatasync / Flush) every 64 writes,
 //                 volblocksize 4K                                       target ratio >= 0.5
-//   RandWrite4KNoFlush/vbs/backing   4 KiB random writes over a written volume with no
-//                 flush but one at the end of each pass (fdatasync / Flush), so the pool's
+//   RandWrite4KNoFlush/vbs/backing/direct   4 KiB random writes over a written volume with
+//                 no flush but one at the end of each pass (fdatasync / Flush), so the pool's
 //                 write path and its commits are timed, not a flush per 64 writes; vbs 4K or
-//                 16K (the default), backing 0 sparse, 1 written (Backing below).
+//                 16K (the default), backing 0 sparse, 1 written (Backing below); direct 1:
+//                 the vdev file opened O_DIRECT (the raw file stays buffered).
 //                 Counters: ratio (writes + final flush), write_ratio (the writes alone:
 //                 the pool's include its throttle's waits for commits), write_amp (bytes
 //                 the vdev received / bytes written), rmw_pct (the share of writes that
@@ -296,7 +297,9 @@ void RandWrite4KNoFlush(benchmark::State& state) {
   const Backing backing = state.range(1) == 0 ? Backing::kSparse : Backing::kWritten;
   const uint64_t size = 256 * kMiB;
   RawFile raw(size, backing);
-  PoolVol pv(size, vbs, true, {}, {}, backing);
+  bdev::FileDeviceOptions fo;
+  fo.direct_io = state.range(2) != 0;
+  PoolVol pv(size, vbs, true, {}, fo, backing);
   FillBoth(raw, pv, size);
   auto d = Data(4096);
   const int n = 16384;  // 64 MiB a pass: the pool commits several txgs on its own
@@ -342,10 +345,12 @@ void RandWrite4KNoFlush(benchmark::State& state) {
   state.counters["cpu_ratio"] = ref_cpu / pool_cpu;
 }
 BENCHMARK(RandWrite4KNoFlush)
-    ->Args({16384, 0})
-    ->Args({16384, 1})
-    ->Args({4096, 0})
-    ->Args({4096, 1})
+    ->Args({16384, 0, 0})
+    ->Args({16384, 1, 0})
+    ->Args({16384, 1, 1})
+    ->Args({4096, 0, 0})
+    ->Args({4096, 1, 0})
+    ->Args({4096, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3)
     ->UseRealTime();

@@ -191,7 +191,18 @@ Status FileDevice::DoWriteV(uint64_t offset, std::span<const std::span<const uin
   if (direct_io_) {
     for (const auto& p : pieces) {
       if (!IsAligned(p.data()) || p.size() % logical_block_size() != 0) {
-        return BlockDevice::DoWriteV(offset, pieces, opts);  // bounced piece by piece
+        // Gathered into one aligned buffer and written at once: piece by piece would be a
+        // synchronous device write per piece.
+        size_t total = 0;
+        for (const auto& q : pieces) total += q.size();
+        AlignedBuffer bounce(total);
+        if (bounce.data == nullptr) return Status::FromErrno(ENOMEM, path_ + ": bounce buffer");
+        size_t at = 0;
+        for (const auto& q : pieces) {
+          if (!q.empty()) std::memcpy(bounce.data + at, q.data(), q.size());
+          at += q.size();
+        }
+        return WriteFully(offset, bounce.data, total, opts.fua);
       }
     }
   }

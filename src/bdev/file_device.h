@@ -58,7 +58,7 @@ class FileDevice final : public BlockDevice {
   Status DoRead(uint64_t offset, std::span<uint8_t> buf) override;
   Status DoWrite(uint64_t offset, std::span<const uint8_t> buf, WriteOptions opts) override;
   // pwritev2 in chunks of IOV_MAX pieces, short writes resumed; O_DIRECT with a piece that
-  // is not aligned in memory or length falls back to DoWrite per block run (bounced).
+  // is not aligned in memory or length gathers them all into one aligned bounce buffer.
   Status DoWriteV(uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
                   WriteOptions opts) override;
   Status DoFlush() override;

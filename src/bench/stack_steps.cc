@@ -150,8 +150,11 @@ Result<std::string> MakeRunDirectory(StackRun& run, const std::string& name) {
 }
 
 Result<std::string> AttachLoop(StackRun& run, const std::string& file, uint32_t sector_size) {
-  std::vector<std::string> argv = {"losetup", "-f", "--show", "-b", std::to_string(sector_size),
-                                   file};
+  // Direct I/O, as issue 38's reference ("plain file -> loop (4 KiB sectors, direct I/O)") and
+  // as `volstack losetup` binds: a buffered loop would serve reads from the host's page cache
+  // and end writes there, which no other stack's loop does.
+  std::vector<std::string> argv = {
+      "losetup", "-f", "--show", "--direct-io=on", "-b", std::to_string(sector_size), file};
   VS_RETURN_IF_ERROR(CheckCancelled());
   VS_ASSIGN_OR_RETURN(std::string out, RunChecked(argv, Uninterrupted()));
   VS_ASSIGN_OR_RETURN(std::string loop, LoopDeviceFromOutput(out, "losetup"));

@@ -16,7 +16,8 @@ Result<std::string> CreateSparseFile(StackRun& run, const std::string& name, uin
 // A directory run.dir/name; undo: rmdir it (only if empty: never deletes through a mount).
 Result<std::string> MakeRunDirectory(StackRun& run, const std::string& name);
 
-// util-linux: `losetup -f --show -b SECTOR FILE`; undo: `losetup -d`. Returns /dev/loopN.
+// util-linux: `losetup -f --show --direct-io=on -b SECTOR FILE`; undo: `losetup -d`. Returns
+// /dev/loopN.
 Result<std::string> AttachLoop(StackRun& run, const std::string& file, uint32_t sector_size);
 
 // `volstack losetup --devfs DIR -f --show [--sector-size N] NAME`: a loop device bound to

@@ -35,8 +35,8 @@ class FileStack final : public StackBuilder {
  public:
   std::string name() const override { return "file"; }
   std::string description() const override {
-    return "XFS on a loop device (4096-byte sectors) over a plain sparse file: the machine's "
-           "limit";
+    return "XFS on a direct-I/O loop device (4096-byte sectors) over a plain sparse file: the "
+           "machine's limit";
   }
   Status Available(const Environment& env) const override {
     VS_RETURN_IF_ERROR(NeedKernel(env, false));

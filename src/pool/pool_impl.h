@@ -28,6 +28,7 @@
 #include "pool/vdev_table.h"
 #include "pool/volume.h"
 #include "pool/zil.h"
+#include "util/page_aligned.h"
 
 namespace volstack::pool {
 
@@ -79,10 +80,11 @@ struct SyncContext {
   std::vector<RangeSet> allocs;  // per vdev: tree blocks born in this txg
   std::vector<RangeSet> frees;   // per vdev: tree blocks freed in this txg
   std::vector<Dva> deferred;     // every free (tree and meta) of this txg
-  // Write batching: contiguous writes on one vdev are merged up to 1 MiB.
+  // Write batching: contiguous writes on one vdev are merged up to 1 MiB (page-aligned, so
+  // an O_DIRECT vdev file writes it without a copy).
   uint32_t batch_vdev = 0;
   uint64_t batch_offset = 0;
-  std::vector<uint8_t> batch;
+  PageAlignedBytes batch;
   // For the block cache (cache_fill.h): the data blocks this txg wrote (SyncTree) and
   // freed (Free), and the fill that takes them once every tree is written. Destroying the
   // context stops and joins the fill: a failed commit's buffers stay in its volumes.

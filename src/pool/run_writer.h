@@ -50,7 +50,8 @@ class RunWriter {
 
  private:
   static constexpr uint64_t kHintRun = 256 << 10;
-  static constexpr uint8_t kZeroPad[64 * 1024] = {};  // asize - size < 2^ashift <= 64 KiB
+  // asize - size < 2^ashift <= 64 KiB; page-aligned for a vdev file opened O_DIRECT.
+  alignas(4096) static constexpr uint8_t kZeroPad[64 * 1024] = {};
 
   PoolImpl* const pool_;
   uint32_t vdev_ = 0;

@@ -101,9 +101,9 @@ Status SyncContext::Write(const Dva& dva, std::span<const uint8_t> data) {
     batch_vdev = dva.vdev;
     batch_offset = dva.offset;
   }
-  batch.insert(batch.end(), data.begin(), data.end());
+  batch.Append(data);
   // Pad to the allocated size so the next contiguous block lines up.
-  batch.resize(batch.size() + (dva.asize() - data.size()), 0);
+  batch.AppendZeros(dva.asize() - data.size());
   return Status::Ok();
 }
 

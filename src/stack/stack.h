@@ -126,12 +126,16 @@ class Stack {
   // lookup. An LV may be a PV of another VG one level deep: the session opened to find an LV
   // never resolves an LV among its own PVs, and a session inside another does not list the
   // pool volumes again.
+  // A pool's vdev named by path is opened O_DIRECT (docs/performance.md: the commit's writes
+  // skip the host page cache's copy; the pool caches its own blocks).
   struct Lookup {
     bool in_session = false;
     bool for_lv = false;
+    bool vdev = false;
   };
   Result<bdev::BlockDevicePtr> Resolve(const std::string& name, bool read_only, Lookup lookup);
-  Result<bdev::BlockDevicePtr> OpenPath(const std::string& path, bool read_only);
+  Result<bdev::BlockDevicePtr> OpenPath(const std::string& path, bool read_only,
+                                        bool direct_io = false);
   Result<bdev::BlockDevicePtr> OpenPoolVolume(const std::string& name, bool read_only,
                                               Lookup lookup);
   Result<bdev::BlockDevicePtr> OpenLv(const std::string& name, bool read_only, Lookup lookup);

@@ -126,8 +126,10 @@ Result<std::shared_ptr<pool::Pool>> Stack::ImportCachedPool(const std::string& n
   if (!entry) return Status::NotFound("cannot open '" + name + "': no such pool");
   std::vector<bdev::BlockDevicePtr> devs;
   std::string missing;  // a mirror may do without some: the import decides
+  Lookup vdev_lookup = lookup;
+  vdev_lookup.vdev = true;
   for (const auto& v : entry->vdevs) {
-    auto d = Resolve(v, read_only, lookup);
+    auto d = Resolve(v, read_only, vdev_lookup);
     if (!d.ok() && d.status().IsNotFound()) {
       missing += (missing.empty() ? "" : ", ") + v;
       continue;
