@@ -27,6 +27,7 @@
 #include "lvm/lv_device.h"
 #include "lvm/metadata.h"
 #include "lvm/uuid.h"
+#include "paired_batches.h"
 
 namespace {
 
@@ -134,62 +135,16 @@ BENCHMARK(BM_FileDirect)->Arg(0)->Arg(1)->ArgName("write");
 BENCHMARK(BM_LinearLv)->Arg(0)->Arg(1)->ArgName("write");
 BENCHMARK(BM_StripedLv)->Arg(0)->Arg(1)->ArgName("write");
 
-uint64_t NowNs(clockid_t clock) {
-  struct timespec ts;
-  ::clock_gettime(clock, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-double Median(std::vector<double>& v) {
-  if (v.empty()) return 0.0;
-  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
-// Interleaved LV / direct batches over the same random LV offsets (see the file comment).
+// Interleaved direct / LV batches over the same random LV offsets (see the file comment): the
+// direct path does the I/O the LV maps each offset to.
 template <typename MapFn>
 void PairedIo(benchmark::State& state, bdev::BlockDevice& lv, MapFn map) {
-  constexpr int kBatch = 16;
-  const bool write = state.range(0) != 0;
-  std::vector<uint8_t> buf(kBlock, 0xa5);
-  const uint64_t blocks = lv.size() / kBlock;
-  std::mt19937_64 rng(777);
-  uint64_t offsets[kBatch];
-  uint64_t wall[2] = {0, 0}, cpu[2] = {0, 0};
-  std::vector<double> wall_ratios, cpu_ratios;
-  bool lv_first = false;
-  auto batch = [&](int path) {  // 0: direct, 1: LV
-    // Fresh offsets for each batch: replaying the other path's offsets would hand the
-    // second batch pages the first one just dirtied.
-    for (auto& o : offsets) o = (rng() % blocks) * kBlock;
-    const uint64_t w0 = NowNs(CLOCK_MONOTONIC), c0 = NowNs(CLOCK_THREAD_CPUTIME_ID);
-    for (uint64_t off : offsets) {
-      Status s;
-      if (path == 1) {
-        s = write ? lv.Write(off, buf) : lv.Read(off, buf);
-      } else {
-        auto [dev, at] = map(off);
-        s = write ? dev->Write(at, buf) : dev->Read(at, buf);
-      }
-      if (!s.ok()) return false;
-    }
-    wall[path] = NowNs(CLOCK_MONOTONIC) - w0;
-    cpu[path] = NowNs(CLOCK_THREAD_CPUTIME_ID) - c0;
-    return true;
-  };
-  for (auto _ : state) {
-    const bool ok = lv_first ? (batch(1) && batch(0)) : (batch(0) && batch(1));
-    if (!ok) {
-      state.SkipWithError("I/O failed");
-      break;
-    }
-    lv_first = !lv_first;
-    if (wall[1] > 0) wall_ratios.push_back(static_cast<double>(wall[0]) / wall[1]);
-    if (cpu[1] > 0) cpu_ratios.push_back(static_cast<double>(cpu[0]) / cpu[1]);
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 2 * kBatch);
-  state.counters["ratio_wall"] = Median(wall_ratios);
-  state.counters["ratio_cpu"] = Median(cpu_ratios);
+  bench::RunPairedBatches(state, lv.size() / kBlock, kBlock, 777,
+                          [&](int path, bool write, uint64_t off, std::span<uint8_t> buf) {
+                            if (path == 1) return write ? lv.Write(off, buf) : lv.Read(off, buf);
+                            auto [dev, at] = map(off);
+                            return write ? dev->Write(at, buf) : dev->Read(at, buf);
+                          });
 }
 
 void BM_PairedLinear(benchmark::State& state) {

@@ -22,6 +22,7 @@
 #include "lvm/lv_device.h"
 #include "lvm/metadata.h"
 #include "lvm/mirrored_lv.h"
+#include "paired_batches.h"
 
 namespace {
 
@@ -100,53 +101,12 @@ Fixture& F() {
   return *f;
 }
 
-uint64_t NowNs(clockid_t clock) {
-  struct timespec ts;
-  ::clock_gettime(clock, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-double Median(std::vector<double>& v) {
-  if (v.empty()) return 0.0;
-  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
 void BM_PairedRaid1(benchmark::State& state) {
-  constexpr int kBatch = 16;
-  const bool write = state.range(0) != 0;
   bdev::BlockDevice* devs[2] = {F().linear.get(), F().raid1.get()};
-  std::vector<uint8_t> buf(kBlock, 0xa5);
-  const uint64_t blocks = F().raid1->size() / kBlock;
-  std::mt19937_64 rng(777);
-  uint64_t wall[2] = {0, 0}, cpu[2] = {0, 0};
-  std::vector<double> wall_ratios, cpu_ratios;
-  bool raid_first = false;
-  auto batch = [&](int path) {
-    uint64_t offsets[kBatch];
-    for (auto& o : offsets) o = (rng() % blocks) * kBlock;
-    const uint64_t w0 = NowNs(CLOCK_MONOTONIC), c0 = NowNs(CLOCK_THREAD_CPUTIME_ID);
-    for (uint64_t off : offsets) {
-      Status s = write ? devs[path]->Write(off, buf) : devs[path]->Read(off, buf);
-      if (!s.ok()) return false;
-    }
-    wall[path] = NowNs(CLOCK_MONOTONIC) - w0;
-    cpu[path] = NowNs(CLOCK_THREAD_CPUTIME_ID) - c0;
-    return true;
-  };
-  for (auto _ : state) {
-    const bool ok = raid_first ? (batch(1) && batch(0)) : (batch(0) && batch(1));
-    if (!ok) {
-      state.SkipWithError("I/O failed");
-      break;
-    }
-    raid_first = !raid_first;
-    if (wall[1] > 0) wall_ratios.push_back(static_cast<double>(wall[0]) / wall[1]);
-    if (cpu[1] > 0) cpu_ratios.push_back(static_cast<double>(cpu[0]) / cpu[1]);
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 2 * kBatch);
-  state.counters["ratio_wall"] = Median(wall_ratios);
-  state.counters["ratio_cpu"] = Median(cpu_ratios);
+  bench::RunPairedBatches(state, F().raid1->size() / kBlock, kBlock, 777,
+                          [&](int path, bool write, uint64_t off, std::span<uint8_t> buf) {
+                            return write ? devs[path]->Write(off, buf) : devs[path]->Read(off, buf);
+                          });
 }
 BENCHMARK(BM_PairedRaid1)->Arg(0)->Arg(1)->ArgName("write");
 
