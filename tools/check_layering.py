@@ -65,7 +65,7 @@ CLI_ENGINE_HEADERS = {
     "export/devfs.h", "export/loop_bindings.h", "export/loop_device.h",
     "export/nbd/nbd_server.h",
     "lvm/allocator.h", "lvm/kept_lvs.h", "lvm/lvm.h", "lvm/metadata.h", "lvm/mirrored_lv.h",
-    "lvm/pvmove.h", "lvm/pvmove_lock.h", "lvm/uuid.h", "lvm/vg_ops.h",
+    "lvm/pvmove.h", "lvm/pvmove_lock.h", "lvm/thin_lv.h", "lvm/uuid.h", "lvm/vg_ops.h",
     "pool/memory_bounds.h", "pool/send.h", "pool/spa.h", "pool/vdev.h",
     "remote/rbd_device.h", "remote/remote_device.h",
 }

@@ -71,6 +71,21 @@ Result<std::shared_ptr<FileDevice>> FileDevice::Open(const std::string& path,
     g.physical_block_size = options.physical_block_size ? options.physical_block_size : pbs;
   } else if (S_ISREG(st.st_mode)) {
     g.logical_block_size = options.logical_block_size ? options.logical_block_size : 512;
+    // A file system may accept O_DIRECT at open and still refuse requests finer than its own
+    // unit (4K-sector disks): then this device could not serve its block size, so it is
+    // EINVAL here, which callers take as "open it buffered".
+    struct statx sx {};
+    if (options.direct_io && ::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+        (sx.stx_mask & STATX_DIOALIGN) &&
+        (sx.stx_dio_offset_align == 0 || sx.stx_dio_offset_align > g.logical_block_size ||
+         sx.stx_dio_mem_align > kDirectAlign)) {
+      return fail(Status::InvalidArgument(
+          sx.stx_dio_offset_align == 0
+              ? path + ": its file system does not do direct I/O"
+              : path + ": direct I/O needs " + std::to_string(sx.stx_dio_offset_align) +
+                    "-byte aligned requests, coarser than its " +
+                    std::to_string(g.logical_block_size) + "-byte blocks"));
+    }
     g.physical_block_size = options.physical_block_size ? options.physical_block_size : 4096;
     g.size_bytes = static_cast<uint64_t>(st.st_size) / g.logical_block_size * g.logical_block_size;
     g.caps.allocation_query = true;

@@ -164,6 +164,16 @@ int ZfsDestroySnapshots(Context& ctx, const std::string& name, bool recursive, b
     }
     if (dry_run) return kExitOk;
   }
+  // A hold refuses the destroy; checked before -R's clones go, which are separate txgs
+  // ahead of the snapshots' own.
+  for (const auto& d : doomed) {
+    auto holds = (*p)->Holds(d);
+    if (!holds.ok()) return ReportFailure(holds.status());
+    if (!holds->empty()) {
+      return ReportFailure(Status::Busy("cannot destroy snapshot " + d +
+                                        ": dataset is busy (held: zfs holds); nothing destroyed"));
+    }
+  }
   // Visible snapshots are devices: one in use refuses them all; else the daemon lets go.
   if (Status st = ReleaseSnapshots(ctx, doomed); !st.ok()) {
     return ReportFailure(st.WithContext("cannot destroy '" + name + "'"));

@@ -246,6 +246,14 @@ TEST(ThinDeviceTest, RefusesMetadataThatDisagreesWithTheVgOrThePool) {
   }
   {
     Pool p;
+    p.sb.held_root = 7;  // a metadata snapshot the commits would not count as used
+    p.WriteSb();
+    auto r = ThinDevice::Open(p.Config());
+    EXPECT_EQ(r.status().code(), EOPNOTSUPP);
+    EXPECT_NE(r.status().message().find("metadata snapshot"), std::string::npos);
+  }
+  {
+    Pool p;
     p.sb.data_sm.nr_blocks = kDataBlocks + 1;  // more than the data LV holds
     p.WriteSb();
     EXPECT_TRUE(ThinDevice::Open(p.Config()).status().IsCorruption());

@@ -27,6 +27,13 @@ Result<std::shared_ptr<ThinPool>> ThinPool::Open(Config c) {
   const ThinSuperblock& sb = *sbr;
   auto bad = [&](const std::string& why) { return Status::Corruption(pool + ": " + why); };
   if (sb.flags & 1) return bad("metadata is marked needs_check (run thin_check)");
+  // A held metadata snapshot (dm-thin's reserve_metadata_snap) pins blocks of an older tree
+  // that this pool's commits do not count as used, so they would be reused under it.
+  if (sb.held_root != 0) {
+    return Status::NotSupported(pool + ": its metadata holds a metadata snapshot (block " +
+                                std::to_string(sb.held_root) +
+                                "); release it (release_metadata_snap) before volstack serves it");
+  }
   if (sb.data_block_size == 0 || sb.data_block_size != c.chunk_sectors) {
     return bad("data block size " + std::to_string(sb.data_block_size) +
                " sectors differs from the VG's chunk_size " + std::to_string(c.chunk_sectors));

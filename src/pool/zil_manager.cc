@@ -330,15 +330,24 @@ Status ZilManager::Claim(const DatasetPhys& d, std::vector<RangeSet>& free) {
       if (whole.ok() && whole->info.dataset_guid == d.guid) {
         st = Status::Ok();  // every sector holding a record was read
       } else {
-        state = ClassifyZilBlock(buf, d.zil.guid, seq, format, &unreadable);
-        if (state != ZilBlockState::kUnknown) st = Status::Corruption("log block");
+        // The worse of this and what the children's copies showed: one mirror child's copy
+        // written whole and damaged is not outweighed by another's that reads as torn.
+        state = std::max(state, ClassifyZilBlock(buf, d.zil.guid, seq, format, &unreadable));
+        st = Status::Corruption("log block");
       }
     }
     if (st.IsCorruption()) {
       // Unwritten: the chain's end. Torn: the write of a commit that never returned, so
       // nothing acknowledged is in it. Damaged: it was written whole, so its commit may
       // have been acknowledged, and the records from here on would be lost.
-      if (state == ZilBlockState::kDamaged) {
+      if (state == ZilBlockState::kUnknown) {
+        // Too little of it could be read to tell a tear from damage: it may hold
+        // acknowledged writes, so it is a loss, never the chain's quiet end.
+        lose(Status::Corruption("the intent log of " + d.name + " cannot be read: " + where +
+                                " is partly unreadable and fails its checksum; the flushed "
+                                "writes from there on cannot be replayed"),
+             "the intent log of " + d.name + " from " + where + ", which cannot be read");
+      } else if (state == ZilBlockState::kDamaged) {
         lose(Status::Corruption("the intent log of " + d.name + " is damaged: " + where +
                                 " was written whole and fails its checksum; the flushed "
                                 "writes from there on cannot be replayed"),

@@ -86,6 +86,11 @@ z clone rg/vol@d rg/cl
 before=$(z list -H -t all -o name)
 expect_code 1 z destroy rg/vol@c%
 grep -q "dependent clones" "$T/err" || fail "clone: $(cat "$T/err")"
+# -R destroys the clone in txgs of its own: a hold elsewhere in the range must refuse first.
+z hold keep rg/vol@e
+expect_code 1 z destroy -R rg/vol@c%
+grep -q "busy" "$T/err" || fail "-R with a hold: $(cat "$T/err")"
+z release keep rg/vol@e
 expect_code 1 z destroy rg/vol@d%b
 grep -q "could not find any snapshots" "$T/err" || fail "reversed: $(cat "$T/err")"
 expect_code 1 z destroy rg/vol@nope%c
