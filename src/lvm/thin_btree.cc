@@ -50,11 +50,20 @@ Result<std::optional<std::vector<uint8_t>>> ThinBtreeReader::Lookup(uint64_t roo
 }
 
 Status ThinBtreeReader::Walk(uint64_t root, uint32_t value_size, const Visit& visit) const {
-  return WalkNode(root, value_size, 0, visit);
+  // One tree reaches each node once, so it has no more nodes than the metadata has blocks;
+  // hostile metadata whose nodes all point at one child would otherwise walk 252^depth.
+  uint64_t budget = nr_blocks_;
+  return WalkNode(root, value_size, 0, budget, visit);
 }
 
-Status ThinBtreeReader::WalkNode(uint64_t blocknr, uint32_t value_size, int depth,
+Status ThinBtreeReader::WalkNode(uint64_t blocknr, uint32_t value_size, int depth, uint64_t& budget,
                                  const Visit& visit) const {
+  if (budget == 0) {
+    return Status::Corruption(
+        "thin pool metadata: a btree reaches more nodes than the "
+        "metadata has blocks (a node is reached twice)");
+  }
+  budget--;
   if (depth >= kMaxDepth) {
     return Status::Corruption("thin pool metadata: btree deeper than " + std::to_string(kMaxDepth) +
                               " levels (a loop?)");
@@ -65,7 +74,7 @@ Status ThinBtreeReader::WalkNode(uint64_t blocknr, uint32_t value_size, int dept
   for (uint32_t i = 0; i < h.nr_entries; i++) {
     auto v = BtreeValue(block, h, i);
     if (h.internal()) {
-      VS_RETURN_IF_ERROR(WalkNode(DecodeLE64(v.data()), value_size, depth + 1, visit));
+      VS_RETURN_IF_ERROR(WalkNode(DecodeLE64(v.data()), value_size, depth + 1, budget, visit));
     } else {
       VS_RETURN_IF_ERROR(visit(BtreeKey(block, i), v));
     }

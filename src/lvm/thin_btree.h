@@ -42,7 +42,8 @@ class ThinBtreeReader {
                   BtreeNodeHeader& header) const;
 
  private:
-  Status WalkNode(uint64_t blocknr, uint32_t value_size, int depth, const Visit& visit) const;
+  Status WalkNode(uint64_t blocknr, uint32_t value_size, int depth, uint64_t& budget,
+                  const Visit& visit) const;
 
   bdev::BlockDevicePtr meta_;
   uint64_t nr_blocks_;
