@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "stack/protocol.h"
 #include "util/coding.h"
 #include "util/request_io.h"
 
@@ -96,6 +97,18 @@ class ControlSocketTest : public ::testing::Test {
   std::string dir_;
   std::string path_;
 };
+
+// A daemon's answer that is not what the protocol says is one error, never an exception.
+TEST(CallAnswerTest, MalformedAnswersAreErrors) {
+  for (const char* body : {R"({})", R"({"type":5})", R"({"type":null})", R"({"type":"reply"})",
+                           R"({"type":"progress"})", R"({"type":"other"})", R"([1])", "{"}) {
+    auto a = DecodeCallAnswer(body);
+    EXPECT_FALSE(a.ok()) << body;
+  }
+  auto ok = DecodeCallAnswer(R"({"type":"reply","code":0,"data":{},"errors":[]})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->reply.code, 0);
+}
 
 TEST_F(ControlSocketTest, RunsTheCommandWithTheClientsStreamsAndReturnsItsExitCode) {
   auto server = ControlServer::Start(path_, [](const ControlRequest& r) -> Result<int> {

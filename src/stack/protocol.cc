@@ -141,6 +141,7 @@ std::string EncodeTypedReply(const Reply& reply) {
 Result<CallAnswer> DecodeCallAnswer(std::string_view body) {
   VS_ASSIGN_OR_RETURN(json j, ParseObject(body, "the daemon's reply"));
   CallAnswer a;
+  if (!j.contains("type") || !j["type"].is_string()) return Bad("a reply without a type");
   if (j["type"] == "error") {
     if (!j.contains("message") || !j["message"].is_string()) return Bad("error without a message");
     return Status::FromErrno(EPROTO, j["message"].get<std::string>());
