@@ -322,6 +322,17 @@ Result<SendStats> Send(Pool& pool, const SendOptions& o, const StreamWriter::Sin
     VS_ASSIGN_OR_RETURN(auto dev, pool.OpenVolume(s.name, {.read_only = true}));
     held.push_back(std::move(dev));
   }
+  {
+    // Listed and opened under separate locks: a snapshot destroyed and made again by the same
+    // name in between is not the one listed, and its listed tree may be freed.
+    std::lock_guard l(p.mu);
+    for (const auto& s : chain) {
+      auto it = p.snapshots.find(s.name);
+      if (it == p.snapshots.end() || it->second->synced_phys().guid != s.guid) {
+        return Status::Busy("cannot send '" + s.name + "': it was replaced while the send began");
+      }
+    }
+  }
   SendStats stats;
   uint64_t part_start = 0, part_blocks = 0;
   std::string part_name;
