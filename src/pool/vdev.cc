@@ -457,7 +457,7 @@ Status Vdev::WriteUberblock(const Uberblock& ub) {
       return st;
     };
     // A raidz child being replaced still holds the pool until the replace is done.
-    if (k->resilvering && k->replaces && k->replaces->usable()) {
+    if (k->replaces && k->replaces->usable()) {
       if (!write(*k->replaces).ok()) k->replaces->state = LeafState::kFaulted;
     }
     Status st = write(*k);

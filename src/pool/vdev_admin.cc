@@ -185,8 +185,11 @@ Status AddChild(Pool& pool, const std::string& existing, bdev::BlockDevicePtr de
     return Status::IoError("the resilver of " + path + " did not finish");
   }
   if (replace && !in_place) VS_RETURN_IF_ERROR(f.vdev->DetachChild(f.leaf->guid));
-  if (in_place) f.vdev->DropReplaced(guid);
-  return p.WriteLabels(PoolState::kActive, p.synced_txg.load());
+  // The old child is written by every commit until the labels naming the new one are
+  // durable: until then an import would take the old child as the column.
+  Status labels = p.WriteLabels(PoolState::kActive, p.synced_txg.load());
+  if (in_place && labels.ok()) f.vdev->DropReplaced(guid);
+  return labels;
 }
 
 }  // namespace

@@ -176,9 +176,9 @@ Status Vdev::RaidzWrite(uint64_t offset, std::span<const uint8_t> buf) {
   std::vector<Status> st(kids.size());
   fanout_->Run(kids.size(), [&](size_t i) {
     if (kids[i]->usable()) st[i] = kids[i]->device->Write(coff, cols[i]);
-    // The child being replaced stays current until the replace is done.
+    // The child being replaced stays current until the replace is done (DropReplaced).
     const LeafPtr& old = kids[i]->replaces;
-    if (old && kids[i]->resilvering && old->usable() && !old->device->Write(coff, cols[i]).ok()) {
+    if (old && old->usable() && !old->device->Write(coff, cols[i]).ok()) {
       old->state = LeafState::kFaulted;
     }
   });
