@@ -212,6 +212,7 @@ Status ThinPool::WriteBlock(ThinPoolState::Device& dev, uint64_t vblock, uint64_
 Status ThinPool::Write(uint64_t id, uint64_t offset, std::span<const uint8_t> buf) {
   if (!writable_) return Status::ReadOnly("thin pool " + config_.name + " is read-only");
   std::lock_guard lock(mu_);
+  VS_RETURN_IF_ERROR(failed_);
   auto& dev = state_.devices.at(id);
   while (!buf.empty()) {
     const uint64_t vblock = offset / block_bytes_;
@@ -230,6 +231,7 @@ Status ThinPool::Unmap(uint64_t id, uint64_t offset, uint64_t length) {
   const uint64_t end = (offset + length) / block_bytes_;
   if (first >= end) return Status::Ok();
   std::lock_guard lock(mu_);
+  VS_RETURN_IF_ERROR(failed_);
   auto& dev = state_.devices.at(id);
   for (auto it = dev.map.lower_bound(first); it != dev.map.end() && it->first < end;) {
     state_.data_refs[it->second >> kThinTimeBits]--;
@@ -241,8 +243,16 @@ Status ThinPool::Unmap(uint64_t id, uint64_t offset, uint64_t length) {
 }
 
 Status ThinPool::CommitLocked() {
-  VS_RETURN_IF_ERROR(CommitThinMetadata(config_.meta, state_, meta_used_)
-                         .WithContext("thin pool " + config_.name + ": commit"));
+  VS_RETURN_IF_ERROR(failed_);
+  if (Status st = CommitThinMetadata(config_.meta, state_, meta_used_); !st.ok()) {
+    // The new superblock may have reached the disk though its write or flush failed, and
+    // then the blocks this pool counts as free are the new transaction's: no write or
+    // commit may go on until an activation reads again what the disk holds.
+    failed_ = st.WithContext("thin pool " + config_.name +
+                             ": commit failed; it takes no more writes until it is activated "
+                             "again");
+    return failed_;
+  }
   committed_refs_ = state_.data_refs;
   dirty_ = false;
   return Status::Ok();

@@ -78,6 +78,7 @@ class ThinPool {
   std::vector<uint32_t> committed_refs_;
   uint64_t next_data_ = 0;  // GUARDED_BY(mu_): where the free-block search resumes
   bool dirty_ = false;      // GUARDED_BY(mu_)
+  Status failed_;           // GUARDED_BY(mu_): a failed commit (CommitLocked)
 };
 
 }  // namespace volstack::lvm
