@@ -360,13 +360,8 @@ void ControlServer::RunCall(int conn, const Request& request) {
   SendFrame(conn, frame).IgnoreError();
 }
 
-Result<Reply> CallDaemon(const std::string& socket_path, const Request& request,
-                         const std::function<void(const std::string&)>& progress) {
-  VS_ASSIGN_OR_RETURN(int fd, Connect(socket_path));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+// The client's half of the hello: both sides must speak this protocol version.
+static Status Greet(int fd) {
   VS_RETURN_IF_ERROR(SendFrame(fd, EncodeHello(kProtocolVersion)));
   auto hello = RecvFrame(fd);
   if (!hello.ok()) return hello.status().WithContext("the daemon did not answer");
@@ -376,6 +371,17 @@ Result<Reply> CallDaemon(const std::string& socket_path, const Request& request,
                                          std::to_string(version) + ", not " +
                                          std::to_string(kProtocolVersion));
   }
+  return Status::Ok();
+}
+
+Result<Reply> CallDaemon(const std::string& socket_path, const Request& request,
+                         const std::function<void(const std::string&)>& progress) {
+  VS_ASSIGN_OR_RETURN(int fd, Connect(socket_path));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  VS_RETURN_IF_ERROR(Greet(fd));
   const std::string body = EncodeCall(request);
   if (body.size() > kMaxMessageBytes) return Status::InvalidArgument("request too long");
   VS_RETURN_IF_ERROR(SendFrame(fd, body));
@@ -394,15 +400,7 @@ Result<int> ForwardToDaemon(const std::string& socket_path, const std::vector<st
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  VS_RETURN_IF_ERROR(SendFrame(fd, EncodeHello(kProtocolVersion)));
-  auto hello = RecvFrame(fd);
-  if (!hello.ok()) return hello.status().WithContext("the daemon did not answer");
-  VS_ASSIGN_OR_RETURN(const int version, DecodeHello(*hello));
-  if (version != kProtocolVersion) {
-    return Status::FromErrno(EPROTO, "the daemon answered with control protocol version " +
-                                         std::to_string(version) + ", not " +
-                                         std::to_string(kProtocolVersion));
-  }
+  VS_RETURN_IF_ERROR(Greet(fd));
   const RequestIo& io = CurrentIo();
   ControlRequest request;
   request.argv = argv;
